@@ -1,0 +1,58 @@
+# Two commands matter: `make report` and `make test`. Everything else is a step of theirs.
+SHELL := /bin/bash
+PYTHON ?= python3
+CORES ?= 4
+VENV := .venv
+MXVENV := .venv-mxnet
+SNAKEMAKE := $(VENV)/bin/snakemake
+
+.PHONY: report test setup envs data browser lint lock bench clean
+
+## report: set everything up, run the pipeline, print where the report is
+report: setup
+	$(SNAKEMAKE) --cores $(CORES)
+
+## test: set up what the tests need, then run every test
+test: setup browser
+	$(VENV)/bin/pytest
+
+setup: envs data
+
+envs: $(VENV)/.installed $(MXVENV)/.installed
+
+# The workflow environment: Snakemake, pandas, matplotlib, jinja2, pytest (modern numpy).
+$(VENV)/.installed: envs/workflow.lock.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+
+# The experiment environment: MXNet 1.9.1, which needs numpy < 1.24 (DESIGN.md decision 1).
+$(MXVENV)/.installed: envs/mxnet.lock.txt
+	$(PYTHON) -m venv $(MXVENV)
+	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+
+## data: Fashion-MNIST from Debian's package where possible (the training sections need it)
+data:
+	@scripts/install_data.sh
+
+## browser: headless Chromium for the report's browser test
+browser:
+	@scripts/install_browser.sh
+
+lint: envs
+	$(VENV)/bin/ruff check scripts tests bench
+	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
+	$(SNAKEMAKE) --lint
+
+## lock: re-pin both environments from what is installed now
+lock: envs
+	{ sed -n 1,2p envs/workflow.lock.txt; $(VENV)/bin/pip freeze; } > envs/workflow.lock.tmp
+	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze; } > envs/mxnet.lock.tmp
+	mv envs/workflow.lock.tmp envs/workflow.lock.txt; mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
+
+bench: envs
+	$(VENV)/bin/python bench/pipeline_overhead.py
+
+clean:
+	rm -rf $(VENV) $(MXVENV) .snakemake

@@ -1,0 +1,22 @@
+# Reproduces the "Computational Performance" chapter of Dive into Deep Learning
+# (MXNet, 2019) on this machine: one job per experiment, then the report.
+#   snakemake --cores 4                      # documents' parameters
+#   snakemake --cores 4 --config preset=ci   # small workloads
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/experiments.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        f"{RESULTS}/report.html",
+
+
+onsuccess:
+    print(f"\nReport: {RESULTS}/report.html")

@@ -1,0 +1,54 @@
+"""Config validation with messages that name the key and what is allowed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+
+class ConfigError(ValueError):
+    """The config is wrong; the message says which key and what it may be."""
+
+
+def _where(path) -> str:
+    return ".".join(str(p) for p in path) or "<top level>"
+
+
+def _allowed_keys(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[str]:
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = root["$defs"][name]
+    return sorted(schema.get("properties", {}))
+
+
+def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
+    where = _where(error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(_allowed_keys(error.schema, root)) or "none"
+        keys = ", ".join(repr(k) for k in extra)
+        return f"unknown config key {keys} in {where}; allowed keys there: {allowed}"
+    if error.validator == "required":
+        return f"config section {where} is missing a key: {error.message}"
+    if error.validator == "oneOf" and error.absolute_path and error.absolute_path[-1] == "threads":
+        return f"config key {where} = {error.instance!r}: must be a positive integer or 'auto'"
+    return f"config key {where} = {error.instance!r}: {error.message}"
+
+
+def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
+    """Raise ConfigError naming the first wrong key, or the unknown preset."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigError("\n".join(_message(e, schema) for e in errors))
+    presets = sorted(config["presets"])
+    if config["preset"] not in presets:
+        raise ConfigError(
+            f"unknown preset {config['preset']!r} (config key 'preset'); "
+            f"allowed: {', '.join(presets)}"
+        )

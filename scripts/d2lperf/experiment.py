@@ -1,0 +1,129 @@
+"""The command line every section script shares, and the run record it writes.
+
+A section script defines its own arguments and a ``body(args, recorder)``; this
+module parses the common ones (output paths, threads, warm-up, repeats), pins the
+thread counts *before* MXNet is imported, runs the body and writes the tidy CSV
+and the JSON sidecar. A body that cannot run on this machine raises ``Skipped``;
+any other exception ends the process non-zero with its traceback in the log, and
+the rule's fallback (scripts/record_failure.py) records the failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from d2lperf import provenance
+from d2lperf.results import Recorder, write_csv, write_json
+
+
+class Skipped(Exception):
+    """This section cannot run here (for example: needs 2 GPUs, found 0)."""
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {value}")
+    return value
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    out = p.add_argument_group("outputs")
+    out.add_argument("--csv", required=True, help="tidy CSV of raw samples to write")
+    out.add_argument("--sidecar", required=True, help="JSON run record to write")
+    timing = p.add_argument_group("timing")
+    timing.add_argument("--threads", type=positive_int, default=1,
+                        help="OpenMP/BLAS threads, set before MXNet loads (default: 1)")
+    timing.add_argument("--warmup", type=non_negative_int, default=1,
+                        help="untimed runs before the timed ones (default: 1)")
+    timing.add_argument("--repeats", type=positive_int, default=5,
+                        help="timed runs per case; every one is kept (default: 5)")
+    return p
+
+
+def loaded_blas() -> dict[str, Any] | None:
+    """The BLAS library this process actually mapped, with OpenBLAS's own build string."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as handle:
+            paths = {line.split()[-1] for line in handle if "blas" in line.lower()}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        if "openblas" not in path.lower():
+            continue
+        info: dict[str, Any] = {"path": path}
+        try:
+            lib = ctypes.CDLL(path)
+            for field, symbol in (("config", "openblas_get_config"),
+                                  ("core", "openblas_get_corename")):
+                function = getattr(lib, symbol)
+                function.restype = ctypes.c_char_p
+                info[field] = function().decode()
+            info["threads"] = lib.openblas_get_num_threads()
+        except (OSError, AttributeError):
+            pass
+        return info
+    return {"path": sorted(paths)[0]} if paths else None
+
+
+def mxnet_build() -> dict[str, Any]:
+    import mxnet as mx
+
+    features = mx.runtime.Features()
+    return {
+        "version": mx.__version__,
+        "features": sorted(name for name in features.keys() if features.is_enabled(name)),
+        "gpus_visible": mx.context.num_gpus(),
+        "blas": loaded_blas(),
+    }
+
+
+def main(
+    experiment: str,
+    arg_parser: argparse.ArgumentParser,
+    body: Callable[[argparse.Namespace, Recorder], None],
+    argv: Sequence[str] | None = None,
+) -> int:
+    args = arg_parser.parse_args(argv)
+    provenance.set_threads(args.threads)
+    record: dict[str, Any] = {
+        "experiment": experiment,
+        "parameters": {k: v for k, v in vars(args).items() if k not in ("csv", "sidecar")},
+        "started": provenance.now(),
+        **provenance.run_context(),
+    }
+    recorder = Recorder(experiment)
+    clock = time.perf_counter()
+    try:
+        body(args, recorder)
+        record["status"] = "ok"
+    except Skipped as why:
+        record["status"] = "skipped"
+        record["reason"] = str(why)
+        recorder.rows.clear()
+        print(f"{experiment}: skipped: {why}", flush=True)
+    record.update(
+        finished=provenance.now(),
+        wall_seconds=round(time.perf_counter() - clock, 3),
+        outputs=recorder.outputs,
+        artifacts=recorder.artifacts,
+        notes=recorder.notes,
+    )
+    if "mxnet" in sys.modules:
+        record["mxnet"] = mxnet_build()
+    write_csv(args.csv, recorder.rows)
+    write_json(args.sidecar, record)
+    return 0

@@ -1,0 +1,135 @@
+"""What a machine is: its id (derived from the hardware) and its facts for machine.json.
+
+The id names a results folder, so two machines that would time the chapter
+differently (another CPU model, core count, GPU model or GPU count) never share
+one. It is computed from the standard library alone so the Snakefile can call it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+from typing import Any
+
+
+def _cpuinfo_field(name: str) -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() == name:
+                    return value.strip()
+    except OSError:
+        pass
+    return None
+
+
+def cpu_model() -> str:
+    model = _cpuinfo_field("model name")
+    if model is None and platform.system() == "Darwin":
+        try:
+            model = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            model = None
+    return model or platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def logical_cores() -> int:
+    return os.cpu_count() or 1
+
+
+def gpus() -> list[dict[str, str]]:
+    """NVIDIA GPUs as nvidia-smi reports them; empty where there is none or no driver."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    fields = ("name", "driver_version", "memory.total", "pci.bus_id")
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 0:
+        return []
+    found = []
+    for line in done.stdout.strip().splitlines():
+        values = [v.strip() for v in line.split(",")]
+        if len(values) == len(fields):
+            found.append(dict(zip(("name", "driver", "memory", "bus_id"), values)))
+    return found
+
+
+def slug(text: str) -> str:
+    text = re.sub(r"\((r|tm)\)", "", text.lower())
+    text = re.sub(r"\b(cpu|processor)\b|@.*$", "", text)
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+
+
+def machine_id(
+    cpu: str | None = None, cores: int | None = None, gpu_names: list[str] | None = None
+) -> str:
+    """``<cpu>-<cores>c-<count>x<gpu>`` or ``<cpu>-<cores>c-nogpu``, e.g. ``amd-epyc-2c-nogpu``."""
+    cpu = cpu if cpu is not None else cpu_model()
+    cores = cores if cores is not None else logical_cores()
+    gpu_names = gpu_names if gpu_names is not None else [g["name"] for g in gpus()]
+    if gpu_names:
+        kinds = sorted(set(gpu_names))
+        gpu_part = "-".join(f"{gpu_names.count(k)}x{slug(k)}" for k in kinds)
+    else:
+        gpu_part = "nogpu"
+    return f"{slug(cpu)}-{cores}c-{gpu_part}"
+
+
+def memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def cuda_version() -> str | None:
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"CUDA Version:\s*([\d.]+)", out)
+    return match.group(1) if match else None
+
+
+def cpu_governor() -> str | None:
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def hardware_facts() -> dict[str, Any]:
+    """The hardware and OS half of machine.json; the software half comes from the MXNet side."""
+    return {
+        "cpu": {
+            "model": cpu_model(),
+            "logical_cores": logical_cores(),
+            "architecture": platform.machine(),
+            "governor": cpu_governor(),
+            "flags_avx512": "avx512f" in (_cpuinfo_field("flags") or "").split(),
+        },
+        "memory_bytes": memory_bytes(),
+        "os": {"system": platform.system(), "release": platform.release(),
+               "platform": platform.platform()},
+        "gpus": gpus(),
+        "cuda_driver_version": cuda_version(),
+    }

@@ -1,0 +1,78 @@
+"""What ran, when and how: code version, thread settings and the state of the machine."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+# Thread knobs of OpenMP, the BLAS libraries and MXNet's engine. Every run records
+# all of them, set or not, because each one changes timings (DESIGN.md facts).
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "MXNET_CPU_WORKER_NTHREADS",
+    "MXNET_CPU_PRIORITY_NTHREADS",
+    "MXNET_GPU_WORKER_NTHREADS",
+    "MXNET_ENGINE_TYPE",
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def set_threads(threads: int) -> None:
+    """Pin OpenMP and BLAS to ``threads`` before MXNet is imported (it reads them once)."""
+    if "mxnet" in sys.modules:
+        raise RuntimeError("set_threads must run before mxnet is imported")
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(threads)
+
+
+def thread_settings() -> dict[str, str | None]:
+    return {name: os.environ.get(name) for name in THREAD_VARIABLES}
+
+
+def git_commit(root: Path = REPO_ROOT) -> dict[str, Any]:
+    """The commit the code ran at, and whether the working tree had changes."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def run_context() -> dict[str, Any]:
+    """Everything about the process and code that a result should carry with it."""
+    return {
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "hostname": platform.node(),
+        "pid": os.getpid(),
+        "threads": thread_settings(),
+        "load_average_at_start": load_average(),
+        "code": git_commit(),
+    }

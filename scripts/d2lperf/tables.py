@@ -1,0 +1,124 @@
+"""Loading and checking the tables the report is built from (workflow environment).
+
+Raw samples are validated row by row against workflow/schemas/samples.schema.yaml;
+the documents' reference table is checked for duplicate keys. Errors name the
+file and the row, because a user has to find and fix them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pandas as pd
+import yaml
+
+from d2lperf.stats import Stats
+
+KEY = ["experiment", "case", "metric", "epoch"]
+SAMPLE_GROUP = ["experiment", "case", "metric", "unit", "epoch", "devices"]
+# Printed float32 figures agree "to float32 precision" within these bounds.
+OUTPUT_REL_TOL = 1e-6
+OUTPUT_ABS_TOL = 1e-7
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+class TableError(ValueError):
+    """A results or reference table is malformed; the message names file and row."""
+
+
+def _typed(text: str, kind: type) -> Any:
+    """A CSV cell as the schema wants it; left as text when it is not one, so the
+    schema names the bad cell."""
+    if text == "":
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        return text
+
+
+def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
+    """Read one samples.csv and check every row; row numbers count the header as row 1."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise TableError(f"{path}: not a readable CSV: {error}") from None
+    rows = []
+    for index, record in enumerate(raw.to_dict("records")):
+        row = {**record, "repeat": _typed(record.get("repeat", ""), int),
+               "value": _typed(record.get("value", ""), float),
+               "epoch": _typed(record.get("epoch", ""), int),
+               "devices": record.get("devices") or None}
+        error = next(iter(validator.iter_errors(row)), None)
+        if error is not None:
+            where = ".".join(str(p) for p in error.absolute_path) or "row"
+            raise TableError(f"{path}: row {index + 2}: {where}: {error.message}")
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(raw.columns) or list(schema["properties"]))
+    frame["epoch"] = frame["epoch"].astype("Int64")
+    frame["value"] = frame["value"].astype(float)
+    return frame
+
+
+def load_reference(path: str | Path) -> pd.DataFrame:
+    """The documents' printed figures; one row per (experiment, case, metric, epoch)."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    first_row: dict[tuple[str, ...], int] = {}
+    for index, key in enumerate(frame[KEY].itertuples(index=False, name=None)):
+        if key in first_row:
+            raise TableError(f"{path}: row {index + 2}: duplicate key {'/'.join(key)} "
+                             f"(first at row {first_row[key]})")
+        first_row[key] = index + 2
+    frame["epoch"] = pd.to_numeric(frame["epoch"]).astype("Int64")
+    return frame
+
+
+def summarise_samples(samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per case: the statistics of its raw samples."""
+    rows = []
+    if len(samples):
+        for key, group in samples.groupby(SAMPLE_GROUP, dropna=False, sort=False):
+            rows.append({**dict(zip(SAMPLE_GROUP, key)), **Stats(group["value"]).as_dict()})
+    table = pd.DataFrame(rows, columns=SAMPLE_GROUP + list(Stats([0]).as_dict()))
+    table["epoch"] = table["epoch"].astype("Int64")
+    return table
+
+
+def numbers_in(text: str) -> list[float]:
+    """The numbers of a printed array, in order, without its shape or context suffix."""
+    body = text.split("<NDArray")[0]
+    return [float(x) for x in _NUMBER.findall(body)]
+
+
+def module_name(text: str) -> str:
+    match = re.search(r"<module '([^']+)'", text)
+    return match.group(1) if match else text.strip()
+
+
+def output_matches(document: str, measured: dict[str, Any], how: str) -> tuple[bool, str]:
+    """Whether a printed output agrees with the document's, and the rule applied."""
+    if how == "numbers":
+        expected = numbers_in(document)
+        got = [float(v) for v in _flatten(measured.get("values", numbers_in(measured["text"])))]
+        same = len(expected) == len(got) and all(
+            math.isclose(a, b, rel_tol=OUTPUT_REL_TOL, abs_tol=OUTPUT_ABS_TOL)
+            for a, b in zip(got, expected)
+        )
+        return same, f"every number within rel {OUTPUT_REL_TOL:g} / abs {OUTPUT_ABS_TOL:g}"
+    if how == "module":
+        return module_name(measured["text"]) == module_name(document), "same module"
+    if how == "text":
+        return measured["text"].strip() == document.strip(), "same text"
+    raise TableError(f"unknown match rule {how!r}; allowed: numbers, module, text")
+
+
+def _flatten(values: Any) -> list[Any]:
+    if isinstance(values, list):
+        return [x for v in values for x in _flatten(v)]
+    return [values]

@@ -1,0 +1,54 @@
+"""Record that an experiment failed, so the report shows it (with its log) and the
+other experiments' results stay. Called by a rule when its script exits non-zero;
+runs in the workflow environment and imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from d2lperf import provenance
+from d2lperf.results import write_csv, write_json
+
+LOG_TAIL_LINES = 60
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        return f"(no log: {error})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--exit-code", type=int, required=True)
+    p.add_argument("--log", required=True, type=Path)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--sidecar", required=True)
+    args = p.parse_args()
+
+    write_csv(args.csv, [])
+    write_json(
+        args.sidecar,
+        {
+            "experiment": args.experiment,
+            "status": "failed",
+            "exit_code": args.exit_code,
+            "finished": provenance.now(),
+            "log": str(args.log),
+            "log_tail": log_tail(args.log),
+            "code": provenance.git_commit(),
+        },
+    )
+    print(f"{args.experiment} failed with exit code {args.exit_code}; see {args.log}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Render one machine's self-contained HTML report (no network requests, images inline).
+
+Reads machine.json, summary.csv, outputs.csv, each experiment's run.json and the
+plots; the documents' figures come from summary.csv and outputs.csv, which took
+them from report/reference.csv. Autoescaping is on: machine names and log text
+are data, never markup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from d2lperf.results import read_json
+
+
+def like_document(value: Any, printed: Any) -> str:
+    """Format a measured value with as many decimals as the document printed (0.4270 -> 4)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    printed = "" if printed is None or (isinstance(printed, float) and math.isnan(printed)) \
+        else str(printed)
+    decimals = len(printed.split(".")[1]) if "." in printed else 4
+    return f"{value:.{decimals}f}"
+
+
+def ratio(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.2f}×"
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    """Rows of a table; the documents' figures stay strings, exactly as printed."""
+    frame = pd.read_csv(path, dtype={"document_printed": str, "measured": str},
+                        keep_default_na=False,
+                        na_values={c: [""] for c in ("median", "q1", "q3", "ratio")})
+    return frame.to_dict("records")
+
+
+def svg_data_uri(path: Path) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def machine_rows(machine: dict[str, Any]) -> dict[str, str]:
+    """The machine section as label -> text; any field of machine.json may be absent."""
+    cpu, software = machine.get("cpu", {}), machine.get("software", {})
+    mxnet = software.get("mxnet") or {}
+    blas = mxnet.get("blas") or {}
+    gpus = machine.get("gpus") or []
+    memory = machine.get("memory_bytes")
+    return dict([
+        ("machine id", f"{machine.get('machine')} (derived from the hardware: "
+                       f"{machine.get('derived_machine_id')})"),
+        ("CPU", f"{cpu.get('model')}, {cpu.get('logical_cores')} logical cores, "
+                f"{cpu.get('architecture')}, frequency governor "
+                f"{cpu.get('governor') or 'not readable'}"),
+        ("memory", f"{memory / 2**30:.1f} GiB" if memory else "unknown"),
+        ("OS", str(machine.get("os", {}).get("platform"))),
+        ("GPUs", "; ".join(f"{g['name']} (driver {g['driver']}, {g['memory']})" for g in gpus)
+         + (f"; CUDA {machine['cuda_driver_version']}" if machine.get("cuda_driver_version")
+            else "") if gpus else "none"),
+        ("software", f"Python {software.get('python')}, numpy {software.get('numpy')}, "
+                     f"MXNet {mxnet.get('version')} "
+                     f"({', '.join(mxnet.get('features', [])) or mxnet.get('error', '')})"),
+        ("BLAS", ", ".join(filter(None, [blas.get("config") or blas.get("path"),
+                                         blas.get("core") and f"kernel {blas['core']}"]))
+         or "unknown"),
+    ])
+
+
+def render(args: argparse.Namespace) -> str:
+    template: Path = args.template
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(template.parent),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(like_document=like_document, ratio=ratio)
+    machine = read_json(args.machine)
+    runs = [read_json(p) for p in args.runs]
+    titles = {r["experiment"]: r for r in records(args.sections)}
+    plots = {p.stem: p for p in args.plots}
+    summary = records(args.summary)
+    outputs = records(args.outputs)
+    sections = []
+    for run in runs:
+        experiment = run["experiment"]
+        sections.append({
+            "experiment": experiment,
+            "title": titles.get(experiment, {"title": experiment, "heading": "",
+                                             "document": ""}),
+            "run": run,
+            "figures": [r for r in summary if r["experiment"] == experiment],
+            "outputs": [r for r in outputs if r["experiment"] == experiment],
+            "plot": svg_data_uri(plots[experiment]) if experiment in plots else None,
+        })
+    return env.get_template(template.name).render(
+        machine=machine,
+        machine_rows=machine_rows(machine),
+        preset=args.preset,
+        sections=sections,
+    )
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--machine", required=True, type=Path, help="machine.json")
+    p.add_argument("--summary", required=True, type=Path, help="summary.csv")
+    p.add_argument("--outputs", required=True, type=Path, help="outputs.csv")
+    p.add_argument("--runs", required=True, type=Path, nargs="+", help="each run.json")
+    p.add_argument("--plots", type=Path, nargs="*", default=[], help="<experiment>.svg files")
+    p.add_argument("--sections", required=True, type=Path,
+                   help="report/sections.csv: each experiment's heading in the documents")
+    p.add_argument("--template", required=True, type=Path)
+    p.add_argument("--preset", required=True)
+    p.add_argument("--out", required=True, type=Path)
+    args = p.parse_args()
+    args.out.write_text(render(args), encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

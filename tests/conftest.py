@@ -1,0 +1,47 @@
+"""Shared fixtures: the repository, the two environments, and a runnable copy of the workflow."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOW_PYTHON = Path(sys.executable)
+SNAKEMAKE = WORKFLOW_PYTHON.parent / "snakemake"
+# The experiment environment that `make test` creates; another one can be named.
+EXPERIMENT_PYTHON = Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python"))
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", ".venv-mxnet", "results", ".snakemake", "__pycache__", ".pytest_cache",
+    ".ruff_cache", "artifacts",
+)
+
+
+@pytest.fixture(scope="session")
+def experiment_python() -> Path:
+    if not EXPERIMENT_PYTHON.exists():
+        pytest.fail(f"experiment environment missing: {EXPERIMENT_PYTHON} (run `make envs`)")
+    return EXPERIMENT_PYTHON
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A copy of the workflow's files in which Snakemake can run without touching ours."""
+    shutil.copytree(REPO, dest, ignore=COPY_IGNORE, symlinks=True)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(SNAKEMAKE), *args], cwd=workdir, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def run_script(python: Path, script: str, *args: str, timeout: int = 600):
+    return subprocess.run(
+        [str(python), str(REPO / "scripts" / script), *args],
+        capture_output=True, text=True, timeout=timeout,
+    )

@@ -1,0 +1,67 @@
+"""Bad configuration stops the run before any rule, naming the key and what is allowed."""
+
+import copy
+
+import pytest
+import yaml
+
+from conftest import REPO, copy_workflow, snakemake
+from d2lperf.configcheck import ConfigError, check_config
+
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
+
+
+def test_shipped_config_is_valid():
+    check_config(CONFIG, SCHEMA)
+
+
+def changed(path, value):
+    config = copy.deepcopy(CONFIG)
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return config
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (["preset"], "fast", "unknown preset 'fast' (config key 'preset'); allowed: ci, documents"),
+    (["presets", "ci", "hybridize", "repeats"], 0, "presets.ci.hybridize.repeats = 0"),
+    (["presets", "ci", "hybridize", "repeats"], -3, "presets.ci.hybridize.repeats = -3"),
+    (["presets", "ci", "hybridize", "warmup"], -1, "presets.ci.hybridize.warmup = -1"),
+    (["threads"], 0, "threads = 0: must be a positive integer or 'auto'"),
+    (["threads"], "many", "must be a positive integer or 'auto'"),
+    (["machine"], "../elsewhere", "machine = '../elsewhere'"),
+])
+def test_bad_values_name_the_key(path, value, message):
+    with pytest.raises(ConfigError) as error:
+        check_config(changed(path, value), SCHEMA)
+    assert message in str(error.value)
+
+
+def test_unknown_key_lists_the_allowed_ones():
+    config = changed(["presets", "ci", "hybridize", "passes"], 10)
+    with pytest.raises(ConfigError) as error:
+        check_config(config, SCHEMA)
+    assert str(error.value) == (
+        "unknown config key 'passes' in presets.ci.hybridize; "
+        "allowed keys there: forward_passes, repeats, warmup")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--config", "preset=nope"], "unknown preset 'nope'"),
+    (["--config", "colour=blue"], "unknown config key 'colour'"),
+    (["--configfile", "zero-repeats.yaml"], "presets.ci.hybridize.repeats = 0"),
+    (["--configfile", "negative-repeats.yaml"], "presets.documents.hybridize.repeats = -5"),
+])
+def test_snakemake_refuses_before_any_job(tmp_path, arguments, message):
+    work = copy_workflow(tmp_path / "wf")
+    for name, preset, repeats in (("zero", "ci", 0), ("negative", "documents", -5)):
+        config = changed(["presets", preset, "hybridize", "repeats"], repeats)
+        (work / f"{name}-repeats.yaml").write_text(yaml.safe_dump(config))
+    done = snakemake(work, "--cores", "1", *arguments)
+    assert done.returncode != 0
+    assert "Invalid configuration" in done.stderr + done.stdout
+    assert message in done.stderr + done.stdout
+    assert not (work / "results").exists()

@@ -1,0 +1,56 @@
+import math
+
+import pytest
+
+from d2lperf.stats import Stats
+
+
+def test_odd_count_hand_computed():
+    s = Stats([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.count, s.min, s.max, s.median) == (5, 1.0, 5.0, 3.0)
+    # inclusive quartiles of 1..5: positions 1 and 3 of 0..4
+    assert (s.q1, s.q3, s.iqr) == (2.0, 4.0, 2.0)
+    assert s.mean == 3.0
+    assert s.stddev == pytest.approx(math.sqrt(2.5))
+
+
+def test_even_count_interpolates():
+    s = Stats([1.0, 2.0, 3.0, 4.0])
+    assert s.median == 2.5
+    assert s.q1 == pytest.approx(1.75)
+    assert s.q3 == pytest.approx(3.25)
+
+
+def test_ties():
+    s = Stats([2.0, 2.0, 2.0, 7.0])
+    assert s.median == 2.0
+    assert s.q1 == 2.0
+    assert s.iqr == pytest.approx(1.25)
+
+
+def test_single_sample():
+    s = Stats([0.25])
+    assert (s.min, s.q1, s.median, s.q3, s.max) == (0.25,) * 5
+    assert s.iqr == 0.0 and s.stddev == 0.0 and s.outliers == []
+
+
+def test_outliers_by_tukey_fences():
+    s = Stats([1.0, 1.1, 1.2, 1.3, 1.4, 9.0])
+    assert s.outliers == [9.0]
+    assert Stats([1.0, 1.1, 1.2]).outliers == []
+
+
+def test_relative_iqr():
+    assert Stats([1.0, 2.0, 3.0, 4.0, 5.0]).relative_iqr == pytest.approx(2 / 3)
+
+
+def test_rejects_empty_and_nan():
+    with pytest.raises(ValueError, match="at least one"):
+        Stats([])
+    with pytest.raises(ValueError, match="NaN"):
+        Stats([1.0, float("nan")])
+
+
+def test_as_dict_names_every_statistic():
+    assert set(Stats([1, 2]).as_dict()) == {
+        "count", "min", "q1", "median", "q3", "max", "iqr", "mean", "stddev"}

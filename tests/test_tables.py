@@ -1,0 +1,69 @@
+import pytest
+
+from conftest import REPO
+from d2lperf.tables import (
+    TableError,
+    load_reference,
+    load_samples,
+    numbers_in,
+    output_matches,
+)
+
+SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
+HEADER = "experiment,case,metric,unit,repeat,value,epoch,devices\n"
+
+
+def test_valid_samples_load(tmp_path):
+    path = tmp_path / "samples.csv"
+    path.write_text(HEADER + "hybridize,mlp,time,s,0,0.25,,\n"
+                    "multigpu,lenet,accuracy,fraction,0,0.7,3,cpu(0)\n")
+    frame = load_samples(path, SCHEMA)
+    assert list(frame["value"]) == [0.25, 0.7]
+    assert frame["epoch"].isna().tolist() == [True, False]
+
+
+@pytest.mark.parametrize("row, complaint", [
+    ("hybridize,mlp,time,s,0,fast,,", "row 3: value"),
+    ("hybridize,mlp,speed,s,0,0.1,,", "row 3: metric"),
+    ("hybridize,mlp,time,s,-1,0.1,,", "row 3: repeat"),
+    ("Hybridize!,mlp,time,s,0,0.1,,", "row 3: experiment"),
+])
+def test_bad_sample_rows_name_file_and_row(tmp_path, row, complaint):
+    path = tmp_path / "samples.csv"
+    path.write_text(HEADER + "hybridize,mlp,time,s,0,0.25,,\n" + row + "\n")
+    with pytest.raises(TableError) as error:
+        load_samples(path, SCHEMA)
+    assert str(error.value).startswith(f"{path}: {complaint}")
+
+
+def test_shipped_reference_has_unique_keys():
+    reference = load_reference(REPO / "report/reference.csv")
+    assert len(reference) > 0
+
+
+def test_duplicate_reference_key_names_both_rows(tmp_path):
+    lines = (REPO / "report/reference.csv").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "reference.csv"
+    path.write_text("\n".join(lines[:3] + [lines[1]]) + "\n", encoding="utf-8")
+    with pytest.raises(TableError, match=r"row 4: duplicate key hybridize/mlp_before_hybridize/"
+                                         r"time/ \(first at row 2\)"):
+        load_reference(path)
+
+
+def test_numbers_in_a_printed_array():
+    printed = "\n[[-0.1137567  -0.05474833]]\n<NDArray 1x2 @cpu(0)>"
+    assert numbers_in(printed) == [-0.1137567, -0.05474833]
+    assert numbers_in("[2.0003661e+09]") == [2.0003661e9]
+
+
+def test_output_rules():
+    doc = "[[-0.1137567  -0.05474834]]"
+    assert output_matches(doc, {"text": "", "values": [[-0.1137567, -0.05474833]]}, "numbers")[0]
+    assert not output_matches(doc, {"text": "", "values": [[-0.1137567, -0.0548]]}, "numbers")[0]
+    assert not output_matches(doc, {"text": "", "values": [[-0.1137567]]}, "numbers")[0]
+    module = "<module 'mxnet.symbol' from 'D:\\\\x\\\\__init__.py'>"
+    assert output_matches(module, {"text": "mxnet.symbol"}, "module")[0]
+    assert not output_matches(module, {"text": "mxnet.ndarray"}, "module")[0]
+    assert output_matches("<Symbol data>", {"text": "<Symbol data>"}, "text")[0]
+    with pytest.raises(TableError, match="unknown match rule"):
+        output_matches("x", {"text": "x"}, "fuzzy")
