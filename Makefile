@@ -27,10 +27,14 @@ $(VENV)/.installed: envs/workflow.lock.txt
 	touch $@
 
 # The experiment environment: MXNet 1.9.1, which needs numpy < 1.24 (DESIGN.md decision 1).
+# Where an NVIDIA GPU answers, MXNet's CUDA build of the same release replaces the CPU one
+# (override with `make MXNET_BUILD=mxnet-cu117 ...`); each run records which build ran.
+MXNET_BUILD ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo mxnet-cu112 || echo mxnet)
 $(MXVENV)/.installed: envs/mxnet.lock.txt
 	$(PYTHON) -m venv $(MXVENV)
-	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check -r $<
-	touch $@
+	sed 's/^mxnet==/$(MXNET_BUILD)==/' $< > $(MXVENV)/requirements.txt
+	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check -r $(MXVENV)/requirements.txt
+	echo $(MXNET_BUILD) > $@
 
 ## data: Fashion-MNIST from Debian's package where possible (the training sections need it)
 data:

@@ -10,6 +10,7 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/experiments.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/archive.smk"
 
 
 rule all:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,27 +20,28 @@ import pandas as pd
 from d2lperf.results import read_json
 
 
-def like_document(value: Any, printed: Any) -> str:
+def like_document(value: float | None, printed: str | None) -> str:
     """Format a measured value with as many decimals as the document printed (0.4270 -> 4)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None:
         return "–"
-    printed = "" if printed is None or (isinstance(printed, float) and math.isnan(printed)) \
-        else str(printed)
-    decimals = len(printed.split(".")[1]) if "." in printed else 4
+    decimals = len(printed.split(".")[1]) if printed and "." in printed else 4
     return f"{value:.{decimals}f}"
 
 
-def ratio(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{value:.2f}×"
+def ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+NUMERIC = ("median", "q1", "q3", "ci_low", "ci_high", "ratio", "count", "outliers", "noisy",
+           "achieved", "ceiling", "fraction_of_ceiling")
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    """Rows of a table; the documents' figures stay strings, exactly as printed."""
-    frame = pd.read_csv(path, dtype={"document_printed": str, "measured": str},
-                        keep_default_na=False,
-                        na_values={c: [""] for c in ("median", "q1", "q3", "ratio")})
+    """Rows of a table: the documents' figures stay strings exactly as printed, and an
+    empty cell is None (never NaN, which a template would take for true)."""
+    frame = pd.read_csv(path, dtype={"document_printed": str, "measured": str, "variant": str},
+                        keep_default_na=False, na_values={c: [""] for c in NUMERIC})
+    frame = frame.astype(object).where(frame.notna(), None)
     return frame.to_dict("records")
 
 
@@ -92,8 +92,11 @@ def render(args: argparse.Namespace) -> str:
     plots = {p.stem: p for p in args.plots}
     summary = records(args.summary)
     outputs = records(args.outputs)
+    verdicts = records(args.verdicts)
     sections = []
-    for run in runs:
+    order = list(titles)
+    for run in sorted(runs, key=lambda r: order.index(r["experiment"])
+                      if r["experiment"] in order else len(order)):
         experiment = run["experiment"]
         sections.append({
             "experiment": experiment,
@@ -109,6 +112,7 @@ def render(args: argparse.Namespace) -> str:
         machine_rows=machine_rows(machine),
         preset=args.preset,
         sections=sections,
+        verdicts=verdicts,
     )
 
 
@@ -117,6 +121,7 @@ def main() -> int:
     p.add_argument("--machine", required=True, type=Path, help="machine.json")
     p.add_argument("--summary", required=True, type=Path, help="summary.csv")
     p.add_argument("--outputs", required=True, type=Path, help="outputs.csv")
+    p.add_argument("--verdicts", required=True, type=Path, help="verdicts.csv")
     p.add_argument("--runs", required=True, type=Path, nargs="+", help="each run.json")
     p.add_argument("--plots", type=Path, nargs="*", default=[], help="<experiment>.svg files")
     p.add_argument("--sections", required=True, type=Path,

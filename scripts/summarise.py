@@ -4,7 +4,8 @@ Writes two tidy tables the plots and the report are built from:
 - summary.csv: one row per measured case (statistics of its raw samples) and per
   document figure, side by side, with the ratio measured/document;
 - outputs.csv: one row per printed output, the document's text beside this
-  machine's, and whether they match under the stated rule.
+  machine's, and whether they match under the stated rule;
+- verdicts.csv: the chapter's claims, each with its verdict, evidence and rule.
 Every samples.csv is validated against its schema first; a bad row stops here.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from d2lperf import claims, workloads
 from d2lperf.results import read_json
 from d2lperf.tables import (
     KEY,
@@ -52,10 +54,46 @@ def summary_table(runs: dict[str, dict], samples: pd.DataFrame, reference: pd.Da
     table["document_value"] = pd.to_numeric(table["document_printed"], errors="coerce")
     table["ratio"] = table["median"] / table["document_value"]
     table["status"] = [runs.get(e, {}).get("status", "missing") for e in table["experiment"]]
-    columns = ["document", "section", "experiment", "case", "metric", "epoch", "unit",
+    table = add_rates(table, runs)
+    columns = ["document", "variant", "section", "experiment", "case", "metric", "epoch", "unit",
                "devices", "label", "document_printed", "document_value", "count", "min",
-               "q1", "median", "q3", "max", "iqr", "mean", "stddev", "ratio", "status"]
+               "q1", "median", "q3", "max", "iqr", "mean", "stddev", "ci_low", "ci_high",
+               "outliers", "noisy", "ratio", "achieved", "achieved_unit", "ceiling", "ceiling_case",
+               "fraction_of_ceiling", "status"]
     return table[columns]
+
+
+def add_rates(table: pd.DataFrame, runs: dict[str, dict]) -> pd.DataFrame:
+    """Achieved rate of every dot- or copy-built timing, and its share of the ceiling."""
+    ceilings = {r["case"]: r["median"] for r in table.to_dict("records")
+                if r["experiment"] == "ceilings" and r["metric"] == "rate"
+                and pd.notna(r["median"])}
+    columns = {"achieved": [], "achieved_unit": [], "ceiling": [], "ceiling_case": [],
+               "fraction_of_ceiling": []}
+    for row in table.to_dict("records"):
+        params = runs.get(row["experiment"], {}).get("parameters", {})
+        amount = workloads.work(row["experiment"], row["case"], params) \
+            if row["metric"] == "time" and pd.notna(row["median"]) else None
+        achieved = unit = ceiling = case = fraction = None
+        if amount is not None:
+            achieved, unit = amount[0] / row["median"], f"{amount[1]}/s"
+            devices = row["devices"] if isinstance(row["devices"], str) else ""
+            best = workloads.best_ceiling(
+                ceilings, workloads.ceiling_case(amount[1], devices, row["case"]))
+            if best is not None:
+                case, ceiling = best
+                fraction = achieved / ceiling
+        for name, value in zip(columns, (achieved, unit, ceiling, case, fraction)):
+            columns[name].append(value)
+    return table.assign(**columns)
+
+
+def differing_parameters(required: str, parameters: dict) -> str:
+    """The reference's `parameters` cell (``size=2000``) against the run's: an output
+    that depends on the workload is compared only at the document's parameters."""
+    wanted = dict(item.split("=", 1) for item in required.split() if item)
+    return ", ".join(f"{k}={parameters.get(k)} (document: {v})"
+                     for k, v in wanted.items() if str(parameters.get(k)) != v)
 
 
 def outputs_table(runs: dict[str, dict], reference: pd.DataFrame) -> pd.DataFrame:
@@ -64,13 +102,17 @@ def outputs_table(runs: dict[str, dict], reference: pd.DataFrame) -> pd.DataFram
     for ref in expected.to_dict("records"):
         run = runs.get(ref["experiment"], {})
         got = run.get("outputs", {}).get(ref["case"])
-        match, rule = (None, "") if got is None else output_matches(
+        other = differing_parameters(ref["parameters"], run.get("parameters", {}))
+        match, rule = (None, "") if got is None or other else output_matches(
             ref["printed"], got, ref["match"])
+        label = {True: "yes", False: "no", None: "not measured"}[match]
+        if other and got is not None:
+            label, rule = "other parameters", f"not compared: {other}"
         rows.append({
             "section": ref["section"], "document": ref["document"],
             "experiment": ref["experiment"], "case": ref["case"], "label": ref["label"],
             "document_printed": ref["printed"], "measured": None if got is None else got["text"],
-            "match": {True: "yes", False: "no", None: "not measured"}[match], "rule": rule,
+            "match": label, "rule": rule,
             "status": run.get("status", "missing"),
         })
     known = set(zip(expected["experiment"], expected["case"]))
@@ -83,6 +125,21 @@ def outputs_table(runs: dict[str, dict], reference: pd.DataFrame) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
+def outputs_verdict(outputs: pd.DataFrame) -> claims.Verdict:
+    """Whether this machine prints what the documents printed, where that is deterministic."""
+    compared = outputs[outputs["match"].isin(["yes", "no"])]
+    failed = compared[compared["match"] == "no"]
+    if compared.empty:
+        verdict, evidence = claims.NA, "no printed output was measured"
+    else:
+        verdict = claims.HOLDS if failed.empty else claims.FAILS
+        evidence = f"{len(compared) - len(failed)} of {len(compared)} printed outputs match"
+        if not failed.empty:
+            evidence += "; differ: " + ", ".join(failed["case"])
+    return claims.Verdict("the documents' printed outputs are reproduced", "outputs_reproduced",
+                          "all", verdict, evidence, "each output's own rule (outputs table)")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", required=True, type=Path, nargs="+",
@@ -91,6 +148,7 @@ def main() -> int:
     p.add_argument("--schema", required=True, type=Path)
     p.add_argument("--summary", required=True)
     p.add_argument("--outputs", required=True)
+    p.add_argument("--verdicts", required=True)
     args = p.parse_args()
     try:
         reference = load_reference(args.reference)
@@ -98,8 +156,13 @@ def main() -> int:
     except TableError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    summary_table(runs, samples, reference).to_csv(args.summary, index=False)
-    outputs_table(runs, reference).to_csv(args.outputs, index=False)
+    summary = summary_table(runs, samples, reference)
+    outputs = outputs_table(runs, reference)
+    verdicts = claims.as_frame(claims.judge(summary, runs, reference)
+                               + [outputs_verdict(outputs)])
+    summary.to_csv(args.summary, index=False)
+    outputs.to_csv(args.outputs, index=False)
+    verdicts.to_csv(args.verdicts, index=False)
     print(f"summarised {len(runs)} experiments, {len(samples)} samples")
     return 0
 

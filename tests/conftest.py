@@ -45,3 +45,17 @@ def run_script(python: Path, script: str, *args: str, timeout: int = 600):
         [str(python), str(REPO / "scripts" / script), *args],
         capture_output=True, text=True, timeout=timeout,
     )
+
+
+CI_MACHINE = "ci-test-machine"
+CI_CONFIG = ["--config", "preset=ci", f"machine={CI_MACHINE}", "gpu_sections_on_cpu=True"]
+
+
+@pytest.fixture(scope="session")
+def ci_run(tmp_path_factory, experiment_python):
+    """The whole workflow, CI preset, GPU sections on CPU contexts, in a temporary copy.
+    Returns (copy, results folder)."""
+    work = copy_workflow(tmp_path_factory.mktemp("ci") / "wf")
+    done = snakemake(work, "--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}")
+    assert done.returncode == 0, done.stderr[-5000:]
+    return work, work / "results" / CI_MACHINE

@@ -31,6 +31,11 @@ def changed(path, value):
     (["presets", "ci", "hybridize", "repeats"], -3, "presets.ci.hybridize.repeats = -3"),
     (["presets", "ci", "hybridize", "warmup"], -1, "presets.ci.hybridize.warmup = -1"),
     (["threads"], 0, "threads = 0: must be a positive integer or 'auto'"),
+    (["presets", "ci", "multi_gpu_gluon", "devices"], [1, 0], "multi_gpu_gluon.devices.1 = 0"),
+    (["presets", "ci", "multi_gpu_gluon", "learning_rates"], [0.1, -1],
+     "learning_rates.1 = -1"),
+    (["gpu_sections_on_cpu"], "true", "gpu_sections_on_cpu = 'true': must be true or false "
+     "(on Snakemake's command line: True or False)"),
     (["threads"], "many", "must be a positive integer or 'auto'"),
     (["machine"], "../elsewhere", "machine = '../elsewhere'"),
 ])
@@ -38,6 +43,15 @@ def test_bad_values_name_the_key(path, value, message):
     with pytest.raises(ConfigError) as error:
         check_config(changed(path, value), SCHEMA)
     assert message in str(error.value)
+
+
+def test_training_lists_must_pair_up():
+    config = changed(["presets", "documents", "multi_gpu_gluon", "batch_sizes"], [256])
+    with pytest.raises(ConfigError) as error:
+        check_config(config, SCHEMA)
+    assert "presets.documents.multi_gpu_gluon: devices, batch_sizes, learning_rates" in str(
+        error.value)
+    assert "(devices has 2, batch_sizes has 1, learning_rates has 2)" in str(error.value)
 
 
 def test_unknown_key_lists_the_allowed_ones():

@@ -53,4 +53,22 @@ def test_rejects_empty_and_nan():
 
 def test_as_dict_names_every_statistic():
     assert set(Stats([1, 2]).as_dict()) == {
-        "count", "min", "q1", "median", "q3", "max", "iqr", "mean", "stddev"}
+        "count", "min", "q1", "median", "q3", "max", "iqr", "mean", "stddev",
+        "ci_low", "ci_high", "outliers", "noisy"}
+
+
+def test_bootstrap_interval_brackets_the_median_and_is_repeatable():
+    samples = [1.00, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97]
+    low, high = Stats(samples).median_ci
+    assert 0.97 <= low <= 1.0 <= high <= 1.03
+    assert Stats(list(reversed(samples))).median_ci == (low, high)
+
+
+def test_bootstrap_interval_of_identical_samples_and_a_single_one():
+    assert Stats([2.0, 2.0, 2.0]).median_ci == (2.0, 2.0)
+    assert Stats([5.0]).median_ci == (5.0, 5.0)
+
+
+def test_noisy_over_ten_percent_relative_iqr():
+    assert not Stats([1.0, 1.01, 1.02, 1.03]).noisy
+    assert Stats([1.0, 1.2, 1.4, 1.6]).noisy

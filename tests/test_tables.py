@@ -45,8 +45,8 @@ def test_duplicate_reference_key_names_both_rows(tmp_path):
     lines = (REPO / "report/reference.csv").read_text(encoding="utf-8").splitlines()
     path = tmp_path / "reference.csv"
     path.write_text("\n".join(lines[:3] + [lines[1]]) + "\n", encoding="utf-8")
-    with pytest.raises(TableError, match=r"row 4: duplicate key hybridize/mlp_before_hybridize/"
-                                         r"time/ \(first at row 2\)"):
+    with pytest.raises(TableError, match=r"row 4: duplicate key seeds/000/hybridize/"
+                                         r"mlp_before_hybridize/time \(first at row 2\)"):
         load_reference(path)
 
 
@@ -54,6 +54,9 @@ def test_numbers_in_a_printed_array():
     printed = "\n[[-0.1137567  -0.05474833]]\n<NDArray 1x2 @cpu(0)>"
     assert numbers_in(printed) == [-0.1137567, -0.05474833]
     assert numbers_in("[2.0003661e+09]") == [2.0003661e9]
+    pair = "[\n[[1. 1.]]\n<NDArray 1x2 @cpu(0)>,\n[[2. 2.]]\n<NDArray 1x2 @cpu(1)>]"
+    assert numbers_in(pair) == [1.0, 1.0, 2.0, 2.0]
+    assert numbers_in("(array([[ 9.4e-07, -8.7e-08]], ctx=gpu(1)))") == [9.4e-07, -8.7e-08]
 
 
 def test_output_rules():
@@ -65,5 +68,8 @@ def test_output_rules():
     assert output_matches(module, {"text": "mxnet.symbol"}, "module")[0]
     assert not output_matches(module, {"text": "mxnet.ndarray"}, "module")[0]
     assert output_matches("<Symbol data>", {"text": "<Symbol data>"}, "text")[0]
+    assert output_matches("[2.0003661e+09]", {"text": "", "values": [2.00035e9]}, "sum")[0]
+    assert not output_matches("[2.0003661e+09]", {"text": "", "values": [2.1e9]}, "sum")[0]
+    assert output_matches("[[1e-06 2e-06]]", {"text": "", "values": [[5, 6]]}, "shape")[0]
     with pytest.raises(TableError, match="unknown match rule"):
         output_matches("x", {"text": "x"}, "fuzzy")

@@ -9,6 +9,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+# One training run per entry: devices[i] devices, batch_sizes[i], learning_rates[i].
+TRAINING_LISTS = ("devices", "batch_sizes", "learning_rates")
+
 
 class ConfigError(ValueError):
     """The config is wrong; the message says which key and what it may be."""
@@ -36,6 +39,9 @@ def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
         return f"config section {where} is missing a key: {error.message}"
     if error.validator == "oneOf" and error.absolute_path and error.absolute_path[-1] == "threads":
         return f"config key {where} = {error.instance!r}: must be a positive integer or 'auto'"
+    if error.validator == "type" and error.validator_value == "boolean":
+        return (f"config key {where} = {error.instance!r}: must be true or false "
+                "(on Snakemake's command line: True or False)")
     return f"config key {where} = {error.instance!r}: {error.message}"
 
 
@@ -46,6 +52,15 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError("\n".join(_message(e, schema) for e in errors))
+    for name, preset in config["presets"].items():
+        for section, options in preset.items():
+            lists = {k: len(options[k]) for k in TRAINING_LISTS if k in options}
+            if len(set(lists.values())) > 1:
+                sizes = ", ".join(f"{k} has {n}" for k, n in lists.items())
+                raise ConfigError(
+                    f"config section presets.{name}.{section}: {', '.join(lists)} must have "
+                    f"one entry per training run, the same number each ({sizes})"
+                )
     presets = sorted(config["presets"])
     if config["preset"] not in presets:
         raise ConfigError(

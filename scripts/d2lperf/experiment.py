@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from d2lperf import provenance
@@ -39,7 +41,8 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-def parser(description: str) -> argparse.ArgumentParser:
+def parser(description: str, *, repeated: bool = True) -> argparse.ArgumentParser:
+    """The common arguments; ``repeated=False`` for sections whose samples are epochs."""
     p = argparse.ArgumentParser(description=description)
     out = p.add_argument_group("outputs")
     out.add_argument("--csv", required=True, help="tidy CSV of raw samples to write")
@@ -47,36 +50,58 @@ def parser(description: str) -> argparse.ArgumentParser:
     timing = p.add_argument_group("timing")
     timing.add_argument("--threads", type=positive_int, default=1,
                         help="OpenMP/BLAS threads, set before MXNet loads (default: 1)")
-    timing.add_argument("--warmup", type=non_negative_int, default=1,
-                        help="untimed runs before the timed ones (default: 1)")
-    timing.add_argument("--repeats", type=positive_int, default=5,
-                        help="timed runs per case; every one is kept (default: 5)")
+    if repeated:
+        timing.add_argument("--warmup", type=non_negative_int, default=1,
+                            help="untimed runs before the timed ones (default: 1)")
+        timing.add_argument("--repeats", type=positive_int, default=5,
+                            help="timed runs per case; every one is kept (default: 5)")
     return p
 
 
-def loaded_blas() -> dict[str, Any] | None:
-    """The BLAS library this process actually mapped, with OpenBLAS's own build string."""
+def _openblas_info(path: str) -> dict[str, Any]:
+    """OpenBLAS's own build string, kernel and threads; numpy's 64-bit build suffixes
+    its symbols with 64_."""
+    info: dict[str, Any] = {"path": path}
     try:
-        with open("/proc/self/maps", encoding="utf-8") as handle:
-            paths = {line.split()[-1] for line in handle if "blas" in line.lower()}
+        lib = ctypes.CDLL(path)
     except OSError:
-        return None
-    for path in sorted(paths):
-        if "openblas" not in path.lower():
-            continue
-        info: dict[str, Any] = {"path": path}
+        return info
+    for suffix in ("", "64_"):
         try:
-            lib = ctypes.CDLL(path)
             for field, symbol in (("config", "openblas_get_config"),
                                   ("core", "openblas_get_corename")):
-                function = getattr(lib, symbol)
+                function = getattr(lib, symbol + suffix)
                 function.restype = ctypes.c_char_p
                 info[field] = function().decode()
-            info["threads"] = lib.openblas_get_num_threads()
-        except (OSError, AttributeError):
-            pass
-        return info
-    return {"path": sorted(paths)[0]} if paths else None
+            info["threads"] = getattr(lib, "openblas_get_num_threads" + suffix)()
+            return info
+        except AttributeError:
+            continue
+    return info
+
+
+def loaded_blas() -> list[dict[str, Any]]:
+    """Every BLAS library this process has mapped (MXNet's and numpy's each bring one)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as handle:
+            paths = {line.split()[-1] for line in handle
+                     if "blas" in line.lower() and line.split()[-1].startswith("/")}
+    except OSError:
+        return []
+    return [_openblas_info(p) if "openblas" in p.lower() else {"path": p} for p in sorted(paths)]
+
+
+def mxnet_blas(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The BLAS MXNet's dot runs on: the one in MXNet's package unless another was preloaded."""
+    import mxnet as mx
+
+    package = str(Path(mx.__file__).parent)
+    preloaded = os.environ.get("LD_PRELOAD", "")
+    for lib in libraries:
+        if preloaded and lib["path"] in preloaded:
+            return lib
+    return next((lib for lib in libraries if lib["path"].startswith(package)),
+                libraries[0] if libraries else None)
 
 
 def mxnet_build() -> dict[str, Any]:
@@ -87,7 +112,8 @@ def mxnet_build() -> dict[str, Any]:
         "version": mx.__version__,
         "features": sorted(name for name in features.keys() if features.is_enabled(name)),
         "gpus_visible": mx.context.num_gpus(),
-        "blas": loaded_blas(),
+        "blas": mxnet_blas(libraries := loaded_blas()),
+        "blas_libraries": libraries,
     }
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Iterable
 from functools import cached_property
+
+NOISY_RELATIVE_IQR = 0.10  # a spread over 10% of the median is marked noisy
+BOOTSTRAP_RESAMPLES = 2000
 
 
 class Stats:
@@ -77,6 +81,29 @@ class Stats:
         low, high = self.q1 - 1.5 * self.iqr, self.q3 + 1.5 * self.iqr
         return [v for v in self.samples if v < low or v > high]
 
-    def as_dict(self) -> dict[str, float | int]:
+    @property
+    def noisy(self) -> bool:
+        return self.relative_iqr > NOISY_RELATIVE_IQR
+
+    @cached_property
+    def median_ci(self) -> tuple[float, float]:
+        """Bootstrap 95% interval of the median (percentile method; a fixed seed makes
+        the same samples give the same interval)."""
+        if self.count == 1:
+            return self.samples[0], self.samples[0]
+        rng = random.Random(0)
+        medians = sorted(
+            statistics.median(rng.choices(self.samples, k=self.count))
+            for _ in range(BOOTSTRAP_RESAMPLES)
+        )
+        low = medians[int(0.025 * BOOTSTRAP_RESAMPLES)]
+        high = medians[int(0.975 * BOOTSTRAP_RESAMPLES) - 1]
+        return low, high
+
+    def as_dict(self) -> dict[str, float | int | bool]:
         names = ("count", "min", "q1", "median", "q3", "max", "iqr", "mean", "stddev")
-        return {name: getattr(self, name) for name in names}
+        values: dict[str, float | int | bool] = {name: getattr(self, name) for name in names}
+        values["ci_low"], values["ci_high"] = self.median_ci
+        values["outliers"] = len(self.outliers)
+        values["noisy"] = self.noisy
+        return values

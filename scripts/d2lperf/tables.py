@@ -18,11 +18,16 @@ import yaml
 
 from d2lperf.stats import Stats
 
+# A measurement is named by KEY; a document figure by REFERENCE_KEY (the same
+# measurement may be printed by two documents, or for two platforms).
 KEY = ["experiment", "case", "metric", "epoch"]
+REFERENCE_KEY = ["document", "variant", *KEY]
 SAMPLE_GROUP = ["experiment", "case", "metric", "unit", "epoch", "devices"]
-# Printed float32 figures agree "to float32 precision" within these bounds.
+# Printed float32 figures agree "to float32 precision" within these bounds; a float32
+# sum over millions of terms depends on the summation order, so it gets a wider one.
 OUTPUT_REL_TOL = 1e-6
 OUTPUT_ABS_TOL = 1e-7
+SUM_REL_TOL = 1e-4
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -70,9 +75,10 @@ def load_reference(path: str | Path) -> pd.DataFrame:
     """The documents' printed figures; one row per (experiment, case, metric, epoch)."""
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     first_row: dict[tuple[str, ...], int] = {}
-    for index, key in enumerate(frame[KEY].itertuples(index=False, name=None)):
+    for index, key in enumerate(frame[REFERENCE_KEY].itertuples(index=False, name=None)):
         if key in first_row:
-            raise TableError(f"{path}: row {index + 2}: duplicate key {'/'.join(key)} "
+            name = "/".join(filter(None, key))
+            raise TableError(f"{path}: row {index + 2}: duplicate key {name} "
                              f"(first at row {first_row[key]})")
         first_row[key] = index + 2
     frame["epoch"] = pd.to_numeric(frame["epoch"]).astype("Int64")
@@ -80,19 +86,27 @@ def load_reference(path: str | Path) -> pd.DataFrame:
 
 
 def summarise_samples(samples: pd.DataFrame) -> pd.DataFrame:
-    """One row per case: the statistics of its raw samples."""
+    """One row per case (per epoch where there are epochs): the statistics of its raw
+    samples; for epoch times also one row over all epochs (epoch left empty), the
+    figure behind a "sec/epoch" average."""
     rows = []
     if len(samples):
         for key, group in samples.groupby(SAMPLE_GROUP, dropna=False, sort=False):
             rows.append({**dict(zip(SAMPLE_GROUP, key)), **Stats(group["value"]).as_dict()})
+        epoch_times = samples[samples["epoch"].notna() & (samples["metric"] == "time")]
+        over_epochs = [c for c in SAMPLE_GROUP if c != "epoch"]
+        for key, group in epoch_times.groupby(over_epochs, dropna=False, sort=False):
+            rows.append({**dict(zip(over_epochs, key)), "epoch": None,
+                         **Stats(group["value"]).as_dict()})
     table = pd.DataFrame(rows, columns=SAMPLE_GROUP + list(Stats([0]).as_dict()))
     table["epoch"] = table["epoch"].astype("Int64")
     return table
 
 
 def numbers_in(text: str) -> list[float]:
-    """The numbers of a printed array, in order, without its shape or context suffix."""
-    body = text.split("<NDArray")[0]
+    """The numbers of printed arrays, in order, without shapes or contexts
+    (``<NDArray 1x2 @cpu(0)>``, ``ctx=gpu(1)``)."""
+    body = re.sub(r"<NDArray[^>]*>|ctx=\w+\(\d+\)", "", text)
     return [float(x) for x in _NUMBER.findall(body)]
 
 
@@ -111,11 +125,19 @@ def output_matches(document: str, measured: dict[str, Any], how: str) -> tuple[b
             for a, b in zip(got, expected)
         )
         return same, f"every number within rel {OUTPUT_REL_TOL:g} / abs {OUTPUT_ABS_TOL:g}"
+    if how == "sum":
+        expected, got = numbers_in(document), _flatten(measured["values"])
+        same = len(expected) == len(got) and all(
+            math.isclose(a, b, rel_tol=SUM_REL_TOL) for a, b in zip(got, expected))
+        return same, f"within rel {SUM_REL_TOL:g} (float32 summation order)"
+    if how == "shape":
+        expected, got = numbers_in(document), _flatten(measured.get("values", []))
+        return len(expected) == len(got), f"same number of values ({len(expected)})"
     if how == "module":
         return module_name(measured["text"]) == module_name(document), "same module"
     if how == "text":
         return measured["text"].strip() == document.strip(), "same text"
-    raise TableError(f"unknown match rule {how!r}; allowed: numbers, module, text")
+    raise TableError(f"unknown match rule {how!r}; allowed: numbers, sum, shape, module, text")
 
 
 def _flatten(values: Any) -> list[Any]:

@@ -6,7 +6,7 @@ from snakemake.settings.types import DeploymentMethod
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
 from d2lperf.configcheck import ConfigError, check_config
-from d2lperf.machine import machine_id
+from d2lperf.machine import gpus, machine_id
 
 try:
     check_config(
@@ -30,13 +30,59 @@ WORKFLOW_ENV = "../../envs/workflow.yaml"
 # no job ever runs beside a timing (DESIGN.md decision 5; set in the default profile).
 MACHINE_LOCK = 100
 
-EXPERIMENTS = ["hybridize"]
+# The chapter's sections, in the documents' order. `gpus`: how many GPUs the section
+# was written for; `data`: whether it trains on Fashion-MNIST.
+SECTIONS = {
+    "hybridize": {"gpus": 0, "data": False},
+    "async_computation": {"gpus": 0, "data": False},
+    "async_memory": {"gpus": 0, "data": False},
+    "auto_parallelism": {"gpus": 1, "data": False},
+    "small_ops_parallel": {"gpus": 0, "data": False},
+    "multi_gpu_scratch": {"gpus": 2, "data": True},
+    "multi_gpu_gluon": {"gpus": 2, "data": True},
+    # not a section: this machine's peak rates, which the report sets the timings against
+    "ceilings": {"gpus": 0, "data": False},
+}
+EXPERIMENTS = list(SECTIONS)
 
 
-def timing_args(section):
-    """The harness arguments every experiment script takes, from the preset."""
-    p = PRESET[section]
-    return f"--threads {THREADS} --warmup {p['warmup']} --repeats {p['repeats']}"
+def cli_flags(options):
+    """Preset entries as the script's options: batch_sizes: [256, 512] -> --batch-sizes 256 512."""
+    flags = []
+    for key, value in options.items():
+        flag = f"--{key.replace('_', '-')}"
+        if isinstance(value, bool):
+            flags += [flag] if value else []
+        elif isinstance(value, list):
+            flags += [flag, *map(str, value)]
+        elif value is not None:
+            flags += [flag, str(value)]
+    return " ".join(flags)
+
+
+def device_kind(section):
+    """GPU contexts where the machine has the GPUs, else what the config says.
+    seeds/000 ran its from-scratch multi-device code on cpu(0), cpu(1): so do we."""
+    if section == "multi_gpu_scratch":
+        return "gpu" if len(gpus()) >= SECTIONS[section]["gpus"] else "cpu"
+    return "cpu" if config.get("gpu_sections_on_cpu", False) else "gpu"
+
+
+def section_args(section):
+    """Every argument a section's script gets, all explicit, all from the config."""
+    options = {"threads": THREADS, **PRESET[section]}
+    if SECTIONS[section]["gpus"]:
+        options["on"] = device_kind(section)
+        if options["on"] == "cpu":
+            # One OpenMP thread per engine queue: the mxnet wheel's OpenBLAS 0.3.13
+            # (USE_OPENMP) hangs when two queues call its multithreaded sgemm at once.
+            options["threads"] = 1
+    if SECTIONS[section]["data"]:
+        options["data_dir"] = config.get("data_dir") or None
+        options["data_download"] = config.get("data_download", False)
+    if section == "hybridize":
+        options["export_dir"] = f"{RESULTS}/hybridize/model"
+    return cli_flags(options)
 
 
 def experiment_outputs(section):

@@ -2,6 +2,8 @@
 # These rules never time anything, so they run beside each other but never beside
 # a timing job (they take one unit of the machine lock).
 
+TABLES_CAPTION = "../../report/captions/tables.rst"
+
 
 rule summarise:
     input:
@@ -11,8 +13,15 @@ rule summarise:
         runs=expand(f"{RESULTS}/{{section}}/run.json", section=EXPERIMENTS),
         samples=expand(f"{RESULTS}/{{section}}/samples.csv", section=EXPERIMENTS),
     output:
-        summary=f"{RESULTS}/summary.csv",
-        outputs=f"{RESULTS}/outputs.csv",
+        summary=report(
+            f"{RESULTS}/summary.csv", caption=TABLES_CAPTION, category="Tables"
+        ),
+        outputs=report(
+            f"{RESULTS}/outputs.csv", caption=TABLES_CAPTION, category="Tables"
+        ),
+        verdicts=report(
+            f"{RESULTS}/verdicts.csv", caption=TABLES_CAPTION, category="Tables"
+        ),
     log:
         f"{RESULTS}/logs/summarise.log",
     conda:
@@ -22,6 +31,7 @@ rule summarise:
     shell:
         "{params.py} {input.script} --runs {input.runs} --reference {input.reference}"
         " --schema {input.schema} --summary {output.summary} --outputs {output.outputs}"
+        " --verdicts {output.verdicts}"
         " > {log} 2>&1"
 
 
@@ -31,7 +41,11 @@ rule plots:
         summary=f"{RESULTS}/summary.csv",
         samples=expand(f"{RESULTS}/{{section}}/samples.csv", section=EXPERIMENTS),
     output:
-        expand(f"{RESULTS}/plots/{{section}}.svg", section=EXPERIMENTS),
+        report(
+            expand(f"{RESULTS}/plots/{{section}}.svg", section=EXPERIMENTS),
+            caption="../../report/captions/plots.rst",
+            category="Plots",
+        ),
     log:
         f"{RESULTS}/logs/plots.log",
     conda:
@@ -51,10 +65,15 @@ rule report:
         machine=f"{RESULTS}/machine.json",
         summary=f"{RESULTS}/summary.csv",
         outputs=f"{RESULTS}/outputs.csv",
+        verdicts=f"{RESULTS}/verdicts.csv",
         runs=expand(f"{RESULTS}/{{section}}/run.json", section=EXPERIMENTS),
         plots=rules.plots.output,
     output:
-        f"{RESULTS}/report.html",
+        report(
+            f"{RESULTS}/report.html",
+            caption="../../report/captions/report.rst",
+            category="Report",
+        ),
     log:
         f"{RESULTS}/logs/report.log",
     conda:
@@ -64,5 +83,5 @@ rule report:
         preset=config["preset"],
     shell:
         "{params.py} {input.script} --machine {input.machine} --summary {input.summary}"
-        " --outputs {input.outputs} --runs {input.runs} --plots {input.plots}"
+        " --outputs {input.outputs} --verdicts {input.verdicts} --runs {input.runs} --plots {input.plots}"
         " --sections {input.sections} --template {input.template} --preset {params.preset} --out {output} > {log} 2>&1"

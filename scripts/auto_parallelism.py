@@ -1,0 +1,174 @@
+"""Automatic parallelism (seeds/000: CPU和GPU的并行计算, 计算和通信的并行计算).
+
+Reproduces, in the document's order:
+1. CPU和GPU的并行计算: ``run(x_cpu)`` alone, ``run(x_gpu)`` alone, then both queued
+   back to back. MXNet's engine keeps one queue per device, so both together should
+   take about as long as the slower one alone, not the sum;
+2. 计算和通信的并行计算: ``run(x_gpu)`` alone, ``copy_to_cpu(y)`` of results already
+   computed, then both queued back to back: each copy may start as soon as its own
+   product is ready, so copying overlaps the products still being computed.
+
+Each section starts with the document's 预热 (``run(x_cpu); run(x_gpu); nd.waitall()``),
+each case also warms up on its own (the 预热 never warmed the copies), and every
+timing ends in ``nd.waitall()`` before the clock stops.
+
+Without a GPU, ``--on cpu`` runs the GPU half on ``cpu(1)``: a second engine queue
+on the same processor, as seeds/000 ran its multi-device code. ``--on gpu`` on a
+machine without one records the section as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from d2lperf import devices, experiment, timing
+from d2lperf.results import Recorder
+from d2lperf.stats import Stats
+
+FLOAT32_BYTES = 4
+# MXNet 1.9's default number of temporary-space resources shared by all CPU contexts.
+CPU_TEMP_COPY_DEFAULT = 4
+
+
+def run(x, dots: int = 10):
+    from mxnet import nd
+
+    return [nd.dot(x, x) for _ in range(dots)]
+
+
+def copy_to_cpu(x):
+    import mxnet as mx
+
+    return [y.copyto(mx.cpu()) for y in x]
+
+
+def gpu_context(kind: str):
+    """The context the document calls ``mx.gpu(0)``; Skipped without a GPU under --on gpu."""
+    if kind == "cpu":
+        # x_cpu's products run in cpu(0)'s queue: the stand-in needs a queue of its own.
+        return devices.contexts("cpu", 2)[1]
+    return devices.contexts("gpu", 1)[0]
+
+
+def dot_flops(size: int, dots: int) -> float:
+    return 2.0 * size**3 * dots
+
+
+def timed(args: argparse.Namespace, rec: Recorder, case: str, work, ctxs,
+          flops: float = 0.0) -> list[float]:
+    """Measure one case, record every sample, note its achieved GFLOP/s when it multiplies."""
+    from mxnet import nd
+
+    samples = timing.measure(work, nd.waitall, warmup=args.warmup, repeats=args.repeats)
+    rec.samples(case, "time", "s", samples, devices=devices.names(ctxs))
+    median = Stats(samples).median
+    line = f"{case}: median {median:.4f} s over {len(samples)} repeats on {devices.names(ctxs)}"
+    if flops:
+        gflops = flops / median / 1e9
+        rec.notes.setdefault("gflops", {})[case] = round(gflops, 3)
+        line += f", {gflops:.1f} GFLOP/s"
+    print(line, flush=True)
+    return samples
+
+
+def cpu_and_gpu_parallel(args: argparse.Namespace, rec: Recorder, x_cpu, x_gpu) -> None:
+    """CPU和GPU的并行计算."""
+    cpu, gpu = x_cpu.context, x_gpu.context
+    cpu_flops = dot_flops(args.cpu_size, args.dots)
+    gpu_flops = dot_flops(args.gpu_size, args.dots)
+
+    def run_on_both():
+        run(x_cpu, args.dots)
+        run(x_gpu, args.dots)
+
+    timed(args, rec, "cpu_only", lambda: run(x_cpu, args.dots), [cpu], cpu_flops)
+    timed(args, rec, "gpu_only", lambda: run(x_gpu, args.dots), [gpu], gpu_flops)
+    timed(args, rec, "cpu_and_gpu", run_on_both, [cpu, gpu], cpu_flops + gpu_flops)
+
+
+def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder, x_gpu) -> None:
+    """计算和通信的并行计算."""
+    import mxnet as mx
+
+    gpu = x_gpu.context
+    gpu_flops = dot_flops(args.gpu_size, args.dots)
+    y = []
+
+    def compute():
+        # copy_to_cpu copies the y that this timing computed, as in the document
+        y[:] = run(x_gpu, args.dots)
+
+    def compute_and_copy():
+        y = run(x_gpu, args.dots)
+        copy_to_cpu(y)
+
+    timed(args, rec, "gpu_compute", compute, [gpu], gpu_flops)
+    copies = timed(args, rec, "copy_to_cpu", lambda: copy_to_cpu(y), [gpu, mx.cpu()])
+    copied = args.dots * args.gpu_size**2 * FLOAT32_BYTES
+    rec.notes["copy_to_cpu_bytes"] = copied
+    rec.notes["copy_to_cpu_GBps"] = round(copied / Stats(copies).median / 1e9, 3)
+    timed(args, rec, "compute_and_copy", compute_and_copy, [gpu, mx.cpu()], gpu_flops)
+
+
+def body(args: argparse.Namespace, rec: Recorder) -> None:
+    gpu = gpu_context(args.on)  # first, so that a skipped run has done no work
+    devices.check_two_cpu_queues(args.on, args.threads)
+    import mxnet as mx
+    from mxnet import nd
+
+    x_cpu = nd.random.uniform(shape=(args.cpu_size, args.cpu_size))
+    x_gpu = nd.random.uniform(shape=(args.gpu_size, args.gpu_size), ctx=gpu)
+    rec.notes["gpu_context"] = str(gpu)
+    rec.notes["matrix_sizes"] = {"x_cpu": list(x_cpu.shape), "x_gpu": list(x_gpu.shape)}
+    rec.notes["gflops_basis"] = "2 n^3 flop per nd.dot(x, x), over the case's median time"
+    if args.on == "cpu":
+        rec.notes["stand_in"] = (
+            f"{gpu} stands in for gpu(0): the overlap figures measure two MXNet engine "
+            f"queues, {mx.cpu(0)} and {gpu}, sharing one processor, not a CPU beside a GPU"
+        )
+        # MXNet pushes a CPU-to-CPU copy to its source context (src/ndarray/ndarray.cc,
+        # CopyFromTo), a GPU-to-CPU copy to a separate copy queue.
+        rec.notes["copy_queue"] = (
+            f"copies from {gpu} to {mx.cpu(0)} run in {gpu}'s own queue, behind its "
+            "products, so compute_and_copy cannot overlap the way a GPU's copy queue lets it"
+        )
+        # A GPU has a pool of its own (MXNET_GPU_TEMP_COPY); every CPU context shares one.
+        copies = int(os.environ.get("MXNET_CPU_TEMP_COPY", CPU_TEMP_COPY_DEFAULT))
+        rec.notes["temp_space"] = (
+            f"nd.dot takes one of MXNET_CPU_TEMP_COPY={copies} temporary-space resources "
+            f"that all CPU contexts share, handed out in turn as products are queued; each "
+            f"product waits for the one queued {copies} places before it, whatever its "
+            f"context, so in cpu_and_gpu {gpu} starts only when {mx.cpu(0)} has fewer than "
+            f"{copies} products left"
+        )
+
+    def warm_up():  # the document's 预热
+        run(x_cpu, args.dots)
+        run(x_gpu, args.dots)
+        nd.waitall()
+
+    for _ in range(args.warmup):
+        warm_up()
+    cpu_and_gpu_parallel(args, rec, x_cpu, x_gpu)
+    # the document's second program warms up again before its own timings
+    for _ in range(args.warmup):
+        warm_up()
+    compute_and_communication_parallel(args, rec, x_gpu)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = experiment.parser(__doc__.splitlines()[0])
+    p.add_argument("--cpu-size", type=experiment.positive_int, default=2000,
+                   help="x_cpu is cpu-size x cpu-size (document: 2000)")
+    p.add_argument("--gpu-size", type=experiment.positive_int, default=6000,
+                   help="x_gpu is gpu-size x gpu-size (document: 6000)")
+    p.add_argument("--dots", type=experiment.positive_int, default=10,
+                   help="nd.dot(x, x) products per run(x) (document: 10)")
+    devices.add_argument(p)
+    return p
+
+
+if __name__ == "__main__":
+    sys.exit(experiment.main("auto_parallelism", build_parser(), body))

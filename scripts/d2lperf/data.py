@@ -1,0 +1,156 @@
+"""Fashion-MNIST, offline first (DESIGN.md decision 8), loaded as the documents load it.
+
+Looked up in order: a configured folder, MXNet's cache (~/.mxnet/datasets/fashion-mnist),
+Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist); only then
+downloaded by MXNet itself. Debian re-gzipped the four files, so MXNet's sha1 check of
+the .gz files would reject them and try to download: the files are verified here by
+the SHA-1 of their decompressed content instead, and read into the same
+(28, 28, 1) uint8 images and int32 labels that ``gluon.data.vision.FashionMNIST`` yields.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import struct
+import sys
+from pathlib import Path
+
+MXNET_CACHE = Path("~/.mxnet/datasets/fashion-mnist").expanduser()
+DEBIAN_PACKAGE = Path("/usr/share/datasets/fashion-mnist")
+
+# SHA-1 of the decompressed idx files (identical upstream, in MXNet's cache and in Debian).
+FILES = {
+    "train-images-idx3-ubyte.gz": "b9bd999c0106c9b8b4b0cefce58c9a6060f27095",
+    "train-labels-idx1-ubyte.gz": "4bccf37222e01638381eaa326bf730337a597267",
+    "t10k-images-idx3-ubyte.gz": "880056926db704f9f713097915f99da346f5b1d1",
+    "t10k-labels-idx1-ubyte.gz": "958122e8b4b97fd4e71eca2d08ef754ed77c3ad9",
+}
+
+
+class DataMissing(RuntimeError):
+    """Fashion-MNIST is not to be had; the message says where we looked and how to get it."""
+
+
+def candidates(data_dir: str | os.PathLike | None) -> list[Path]:
+    found = [Path(data_dir).expanduser()] if data_dir else []
+    return found + [MXNET_CACHE, DEBIAN_PACKAGE]
+
+
+def _decompressed(path: Path) -> bytes:
+    with gzip.open(path, "rb") as handle:
+        return handle.read()
+
+
+def verify(folder: Path) -> list[str]:
+    """Problems with the four files in ``folder``; empty when all are present and intact."""
+    problems = []
+    for name, sha1 in FILES.items():
+        path = folder / name
+        if not path.is_file():
+            problems.append(f"{path}: missing")
+            continue
+        try:
+            digest = hashlib.sha1(_decompressed(path)).hexdigest()
+        except (OSError, EOFError, gzip.BadGzipFile) as error:
+            problems.append(f"{path}: unreadable ({error})")
+            continue
+        if digest != sha1:
+            problems.append(f"{path}: content differs from Fashion-MNIST (sha1 {digest})")
+    return problems
+
+
+def find_fashion_mnist(data_dir: str | os.PathLike | None = None) -> Path:
+    """The first folder holding intact Fashion-MNIST files, or DataMissing saying why."""
+    report = []
+    for folder in candidates(data_dir):
+        problems = verify(folder)
+        if not problems:
+            return folder
+        report.append(f"  {folder}: " + "; ".join(problems[:2]))
+    raise DataMissing(
+        "Fashion-MNIST was not found intact. Looked in:\n" + "\n".join(report) + "\n"
+        "Get it with one of:\n"
+        "  - Debian/Ubuntu: sudo apt-get install dataset-fashion-mnist "
+        f"(installs {DEBIAN_PACKAGE}; `make data` does this when run as root)\n"
+        "  - set `data_dir` in config/config.yaml to a folder with the four .gz files\n"
+        "  - set `data_download: true` in config/config.yaml to let MXNet download it "
+        f"into {MXNET_CACHE} (needs network)"
+    )
+
+
+def read_idx(path: Path) -> tuple[tuple[int, ...], bytes]:
+    """Shape and raw bytes of an idx file (the MNIST format)."""
+    data = _decompressed(path)
+    dims = data[3]
+    shape = struct.unpack(f">{dims}I", data[4:4 + 4 * dims])
+    return shape, data[4 + 4 * dims:]
+
+
+def fashion_mnist(folder: Path, train: bool, limit: int | None = None):
+    """The split as a gluon ArrayDataset of (28, 28, 1) uint8 images and int32 labels,
+    the first ``limit`` examples only when a preset asks for a subset."""
+    import numpy as np
+    from mxnet import nd
+    from mxnet.gluon import data as gdata
+
+    prefix = "train" if train else "t10k"
+    shape, pixels = read_idx(folder / f"{prefix}-images-idx3-ubyte.gz")
+    _, labels = read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz")
+    images = np.frombuffer(pixels, dtype=np.uint8).reshape(shape[0], shape[1], shape[2], 1)
+    targets = np.frombuffer(labels, dtype=np.uint8).astype(np.int32)
+    if limit is not None:
+        images, targets = images[:limit], targets[:limit]
+    return gdata.ArrayDataset(nd.array(images, dtype=np.uint8), targets)
+
+
+def downloaded_fashion_mnist(train: bool):
+    """MXNet's own download (only when the config allows it)."""
+    from mxnet.gluon import data as gdata
+
+    return gdata.vision.FashionMNIST(root=str(MXNET_CACHE), train=train)
+
+
+def default_workers() -> int:
+    """The documents: 4 worker processes, none on Windows."""
+    return 0 if sys.platform.startswith("win") else 4
+
+
+def load_data_fashion_mnist(
+    batch_size: int,
+    *,
+    data_dir: str | None = None,
+    download: bool = False,
+    num_workers: int | None = None,
+    resize: int | None = None,
+    train_limit: int | None = None,
+    test_limit: int | None = None,
+):
+    """(train_iter, test_iter) as the documents build them: ToTensor (after an optional
+    Resize), shuffled, with worker processes for loading."""
+    from mxnet.gluon import data as gdata
+
+    try:
+        folder = find_fashion_mnist(data_dir)
+        mnist_train = fashion_mnist(folder, train=True, limit=train_limit)
+        mnist_test = fashion_mnist(folder, train=False, limit=test_limit)
+    except DataMissing:
+        if not download:
+            raise
+        mnist_train, mnist_test = downloaded_fashion_mnist(True), downloaded_fashion_mnist(False)
+        if train_limit is not None or test_limit is not None:
+            mnist_train = gdata.ArrayDataset(*mnist_train[:train_limit])
+            mnist_test = gdata.ArrayDataset(*mnist_test[:test_limit])
+
+    transformer = []
+    if resize:
+        transformer.append(gdata.vision.transforms.Resize(resize))
+    transformer.append(gdata.vision.transforms.ToTensor())
+    transformer = gdata.vision.transforms.Compose(transformer)
+    workers = default_workers() if num_workers is None else num_workers
+    train_iter = gdata.DataLoader(mnist_train.transform_first(transformer), batch_size,
+                                  shuffle=True, num_workers=workers)
+    test_iter = gdata.DataLoader(mnist_test.transform_first(transformer), batch_size,
+                                 shuffle=True, num_workers=workers)
+    return train_iter, test_iter

@@ -1,0 +1,141 @@
+"""The memory helper, and the async-memory section run for real on a tiny workload."""
+
+import csv
+import json
+import sys
+import time
+from collections import defaultdict
+
+import psutil
+import pytest
+
+from conftest import run_script
+from d2lperf import memory
+
+ALLOCATION = 200_000_000  # bytes: 200 MB
+
+
+def test_rss_is_this_process():
+    assert memory.rss_bytes() == pytest.approx(psutil.Process().memory_info().rss, rel=0.05)
+
+
+def test_peak_catches_an_allocation_freed_inside_the_region():
+    with memory.PeakRSS() as tracker:
+        block = bytearray(ALLOCATION)
+        time.sleep(0.05)
+        del block
+    peak = tracker.result
+    assert peak.increase_mb == pytest.approx(ALLOCATION / memory.MB, abs=10)
+    assert abs(peak.after - peak.before) < ALLOCATION / 4
+    assert peak.peak >= max(peak.before, peak.after)
+    assert peak.method in ("VmHWM", "sampling")
+    assert peak.samples > 10
+
+
+def test_sampling_alone_where_the_kernel_keeps_no_peak(monkeypatch, tmp_path):
+    monkeypatch.setattr(memory, "CLEAR_REFS", tmp_path / "absent" / "clear_refs")
+    with memory.PeakRSS() as tracker:
+        block = bytearray(ALLOCATION)
+        time.sleep(0.05)
+        del block
+    assert tracker.result.method == "sampling"
+    assert tracker.result.increase_mb == pytest.approx(ALLOCATION / memory.MB, abs=10)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux's")
+def test_kernel_high_water_mark_catches_what_sampling_misses():
+    if not memory.reset_high_water_mark():
+        pytest.skip("/proc/self/clear_refs is not writable here")
+    with memory.PeakRSS(interval=60) as tracker:  # one reading at the start, none after
+        time.sleep(0.05)  # let that reading happen before the allocation
+        block = bytearray(ALLOCATION)
+        del block
+    assert tracker.result.samples == 1
+    assert tracker.result.method == "VmHWM"
+    assert tracker.result.increase_mb == pytest.approx(ALLOCATION / memory.MB, abs=10)
+
+
+def test_high_water_mark_is_read_in_bytes(monkeypatch, tmp_path):
+    status = tmp_path / "status"
+    status.write_text("VmPeak:\t  999 kB\nVmHWM:\t    1234 kB\nVmRSS:\t 1000 kB\n")
+    monkeypatch.setattr(memory, "STATUS", status)
+    assert memory.high_water_mark_bytes() == 1234 * 1024
+    monkeypatch.setattr(memory, "STATUS", tmp_path / "absent")
+    assert memory.high_water_mark_bytes() is None
+
+
+MODES = ("sync", "async")
+CASES = [f"{mode}_{figure}" for mode in MODES
+         for figure in ("batch_2", "batch_4", "total", "memory_increase", "peak_memory_increase")]
+
+
+@pytest.fixture(scope="module")
+def memory_run(tmp_path_factory, experiment_python):
+    out = tmp_path_factory.mktemp("async_memory")
+    done = run_script(experiment_python, "async_memory.py", "--batches", "4",
+                      "--batch-size", "64", "--report-every", "2", "--warmup", "1",
+                      "--repeats", "2", "--threads", "1", "--csv", str(out / "samples.csv"),
+                      "--sidecar", str(out / "run.json"))
+    assert done.returncode == 0, done.stderr
+    with open(out / "samples.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    samples = defaultdict(list)
+    for row in rows:
+        samples[row["case"]].append(float(row["value"]))
+    return rows, samples, json.loads((out / "run.json").read_text()), done.stdout
+
+
+def test_every_case_and_repeat_is_a_row(memory_run):
+    rows, samples, _, _ = memory_run
+    assert list(samples) == CASES
+    assert all(len(values) == 2 for values in samples.values())
+    for row in rows:
+        expected = ("memory", "MB") if "memory" in row["case"] else ("time", "s")
+        assert (row["metric"], row["unit"]) == expected
+
+
+def test_totals_include_the_batches(memory_run):
+    _, samples, _, _ = memory_run
+    for mode in MODES:
+        for repeat in range(2):
+            batch_2, batch_4, total = (samples[f"{mode}_{case}"][repeat]
+                                       for case in ("batch_2", "batch_4", "total"))
+            assert 0 < batch_2 <= batch_4 <= total
+
+
+def test_peak_is_at_least_the_final_increase(memory_run):
+    _, samples, run, _ = memory_run
+    for mode in MODES:
+        for final, peak in zip(samples[f"{mode}_memory_increase"],
+                               samples[f"{mode}_peak_memory_increase"]):
+            assert peak >= final
+            assert peak > 0
+        assert len(run["notes"]["peak_memory_method"][mode]) == 2
+
+
+def test_children_print_as_the_document_did(memory_run):
+    _, _, _, stdout = memory_run
+    assert stdout.count("batch 4, time ") == 4
+    assert stdout.count("increased memory: ") == 4
+
+
+def test_run_record_says_how_it_ran(memory_run):
+    _, _, run, _ = memory_run
+    assert run["status"] == "ok"
+    assert run["parameters"] == {"threads": 1, "warmup": 1, "repeats": 2, "batches": 4,
+                                 "batch_size": 64, "report_every": 2}
+    assert run["threads"]["OMP_NUM_THREADS"] == "1"
+    assert run["mxnet"]["version"] == "1.9.1"
+    assert "queue" in run["notes"]["batch_times"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batches", "0"], "argument --batches: must be a positive integer, got 0"),
+    (["--batches", "4", "--report-every", "5"], "--report-every (5) must not exceed --batches (4)"),
+])
+def test_rejects_bad_options(experiment_python, tmp_path, args, message):
+    done = run_script(experiment_python, "async_memory.py", *args,
+                      "--csv", str(tmp_path / "x.csv"), "--sidecar", str(tmp_path / "y.json"))
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not (tmp_path / "y.json").exists()

@@ -1,0 +1,114 @@
+"""The automatic-parallelism section, run for real in the experiment environment: on CPU
+contexts (cpu(1) standing in for the GPU) with tiny matrices, and skipped without a GPU."""
+
+import csv
+import json
+
+import pytest
+
+from conftest import run_script
+
+SMALL = ("--cpu-size", "100", "--gpu-size", "150", "--dots", "3",
+         "--warmup", "1", "--repeats", "2")
+CASES = {  # case: devices, in the document's order
+    "cpu_only": "cpu(0)",
+    "gpu_only": "cpu(1)",
+    "cpu_and_gpu": "cpu(0),cpu(1)",
+    "gpu_compute": "cpu(1)",
+    "copy_to_cpu": "cpu(1),cpu(0)",
+    "compute_and_copy": "cpu(1),cpu(0)",
+}
+# A run that hangs (see test_two_threads_per_queue_are_refused) fails instead of stalling.
+TIMEOUT = 120
+
+
+def run(python, out, *args):
+    return run_script(python, "auto_parallelism.py", *args, "--csv", str(out / "samples.csv"),
+                      "--sidecar", str(out / "run.json"), timeout=TIMEOUT)
+
+
+def rows(out):
+    with open(out / "samples.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def on_cpu(tmp_path_factory, experiment_python):
+    out = tmp_path_factory.mktemp("auto_parallelism")
+    done = run(experiment_python, out, *SMALL, "--on", "cpu", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    return out, json.loads((out / "run.json").read_text()), done.stdout
+
+
+def test_every_repeat_of_every_case_is_a_row_naming_its_devices(on_cpu):
+    out, _, _ = on_cpu
+    table = rows(out)
+    assert [(r["experiment"], r["case"], r["metric"], r["unit"], r["repeat"], r["devices"])
+            for r in table] == [("auto_parallelism", case, "time", "s", str(repeat), where)
+                                for case, where in CASES.items() for repeat in range(2)]
+    assert all(float(r["value"]) > 0 for r in table)
+
+
+def test_run_record_says_what_stood_in_for_the_gpu(on_cpu):
+    _, run_record, _ = on_cpu
+    assert run_record["status"] == "ok"
+    assert run_record["parameters"] == {"threads": 1, "warmup": 1, "repeats": 2, "cpu_size": 100,
+                                        "gpu_size": 150, "dots": 3, "on": "cpu"}
+    notes = run_record["notes"]
+    assert notes["gpu_context"] == "cpu(1)"
+    assert "cpu(1) stands in for gpu(0)" in notes["stand_in"]
+    assert "sharing one processor" in notes["stand_in"]
+    assert "cpu(1)'s own queue" in notes["copy_queue"]
+    assert "MXNET_CPU_TEMP_COPY=4 temporary-space resources" in notes["temp_space"]
+    assert notes["gflops_basis"].startswith("2 n^3 flop per nd.dot(x, x)")
+    assert notes["matrix_sizes"] == {"x_cpu": [100, 100], "x_gpu": [150, 150]}
+    assert notes["copy_to_cpu_bytes"] == 3 * 150 * 150 * 4
+    assert notes["copy_to_cpu_GBps"] > 0
+    assert set(notes["gflops"]) == set(CASES) - {"copy_to_cpu"}
+    assert all(value > 0 for value in notes["gflops"].values())
+
+
+def test_prints_a_progress_line_per_case(on_cpu):
+    _, _, stdout = on_cpu
+    assert [line.split(":")[0] for line in stdout.splitlines()] == list(CASES)
+
+
+def test_without_a_gpu_the_section_is_skipped(tmp_path, experiment_python):
+    done = run(experiment_python, tmp_path, *SMALL, "--on", "gpu")
+    assert done.returncode == 0, done.stderr
+    run_record = json.loads((tmp_path / "run.json").read_text())
+    if run_record["mxnet"]["gpus_visible"]:
+        pytest.skip("this machine has a GPU")
+    assert run_record["status"] == "skipped"
+    assert run_record["reason"] == "needs 1 GPU, found 0"
+    assert rows(tmp_path) == []
+    assert (tmp_path / "samples.csv").read_text() == (
+        "experiment,case,metric,unit,repeat,value,epoch,devices\n")
+    assert "auto_parallelism: skipped: needs 1 GPU, found 0" in done.stdout
+
+
+def test_two_threads_per_queue_are_refused_where_openblas_would_hang(tmp_path, experiment_python):
+    """The wheel's OpenBLAS (USE_OPENMP) hangs for good when two engine queues call its
+    multithreaded sgemm at once: --on cpu with --threads 2 must stop before any work."""
+    done = run(experiment_python, tmp_path, *SMALL, "--on", "cpu", "--threads", "2")
+    assert done.returncode == 0, done.stderr
+    run_record = json.loads((tmp_path / "run.json").read_text())
+    if "USE_OPENMP" not in (run_record["mxnet"]["blas"] or {}).get("config", ""):
+        assert run_record["status"] == "ok"
+        return
+    assert run_record["status"] == "skipped"
+    assert run_record["reason"].startswith("CPU contexts need --threads 1 with OpenBLAS")
+    assert run_record["reason"].endswith("got --threads 2")
+    assert rows(tmp_path) == []
+
+
+@pytest.mark.parametrize("option, message", [
+    (("--dots", "0"), "argument --dots: must be a positive integer, got 0"),
+    (("--cpu-size", "-3"), "argument --cpu-size: must be a positive integer, got -3"),
+    (("--on", "tpu"), "argument --on: invalid choice: 'tpu' (choose from 'gpu', 'cpu')"),
+])
+def test_rejects_bad_options(tmp_path, experiment_python, option, message):
+    done = run(experiment_python, tmp_path, *option)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not (tmp_path / "run.json").exists()

@@ -1,0 +1,42 @@
+# Archive: `snakemake --cores 1 archive` packs this machine's results, the config
+# used, the locked environments and the code's commit into archives/<machine>.tar.gz
+# (deterministic, with a SHA-256 manifest). scripts/import_results.py adds such
+# archives from other machines under results/.
+
+
+rule config_used:
+    output:
+        f"{RESULTS}/config.yaml",
+    log:
+        f"{RESULTS}/logs/config_used.log",
+    params:
+        config=config,
+    run:
+        import yaml
+
+        with open(output[0], "w", encoding="utf-8") as handle:
+            yaml.safe_dump(
+                dict(params.config), handle, sort_keys=True, allow_unicode=True
+            )
+
+
+rule archive:
+    input:
+        script="scripts/archive_results.py",
+        report=f"{RESULTS}/report.html",
+        config=f"{RESULTS}/config.yaml",
+        workflow_lock="envs/workflow.lock.txt",
+        mxnet_lock="envs/mxnet.lock.txt",
+    output:
+        f"archives/{MACHINE}.tar.gz",
+    log:
+        f"logs/archive-{MACHINE}.log",
+    conda:
+        WORKFLOW_ENV
+    params:
+        py=WORKFLOW_PY,
+        results=lambda wildcards, input: os.path.dirname(input.report),
+    shell:
+        "{params.py} {input.script} --results {params.results}"
+        " --extra workflow.lock.txt={input.workflow_lock} mxnet.lock.txt={input.mxnet_lock}"
+        " --out {output} > {log} 2>&1"
