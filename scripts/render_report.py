@@ -76,6 +76,29 @@ def machine_rows(machine: dict[str, Any]) -> dict[str, str]:
     ])
 
 
+def comparison(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The cross-machine section: a column per machine, the baseline's first."""
+    if not args.comparison:
+        return None
+    table = pd.read_csv(args.comparison)
+    table = table[table["epoch"].isna()]  # per-epoch rows stay in each machine's report
+    speedups = table.dropna(subset=["speedup"])
+    baseline = speedups[speedups["speedup"] == 1.0]["machine"].mode()
+    machines = sorted(table["machine"].unique(),
+                      key=lambda m: (m != (baseline.iloc[0] if len(baseline) else m), m))
+    table = table.astype(object).where(table.notna(), None)
+    rows = []
+    for (experiment, case, metric), group in table.groupby(["experiment", "case", "metric"],
+                                                           sort=False):
+        cells = {r["machine"]: r for r in group.to_dict("records")}
+        first = group.iloc[0]
+        rows.append({"experiment": experiment, "case": case, "metric": metric,
+                     "unit": first["unit"], "cells": [cells.get(m) for m in machines]})
+    return {"machines": machines, "rows": rows,
+            "verdicts": records(args.comparison_verdicts),
+            "plot": svg_data_uri(args.comparison_plot)}
+
+
 def render(args: argparse.Namespace) -> str:
     template: Path = args.template
     env = jinja2.Environment(
@@ -113,6 +136,7 @@ def render(args: argparse.Namespace) -> str:
         preset=args.preset,
         sections=sections,
         verdicts=verdicts,
+        comparison=comparison(args),
     )
 
 
@@ -126,6 +150,9 @@ def main() -> int:
     p.add_argument("--plots", type=Path, nargs="*", default=[], help="<experiment>.svg files")
     p.add_argument("--sections", required=True, type=Path,
                    help="report/sections.csv: each experiment's heading in the documents")
+    p.add_argument("--comparison", type=Path, help="comparison.csv (other machines present)")
+    p.add_argument("--comparison-verdicts", type=Path, help="verdicts_by_machine.csv")
+    p.add_argument("--comparison-plot", type=Path, help="plots/comparison.svg")
     p.add_argument("--template", required=True, type=Path)
     p.add_argument("--preset", required=True)
     p.add_argument("--out", required=True, type=Path)

@@ -1,5 +1,6 @@
 import os
 import sys
+from pathlib import Path
 
 from snakemake.settings.types import DeploymentMethod
 
@@ -17,6 +18,19 @@ except ConfigError as error:
 
 MACHINE = config.get("machine") or machine_id()
 RESULTS = f"results/{MACHINE}"
+# Other machines' results (imported archives, earlier runs elsewhere): compared in the
+# report, never written by any rule here, since every rule writes under RESULTS.
+OTHER_MACHINES = sorted(
+    path.parent.name
+    for path in Path("results").glob("*/summary.csv")
+    if path.parent.name != MACHINE
+)
+BASELINE = config.get("baseline_machine") or MACHINE
+if BASELINE not in [MACHINE, *OTHER_MACHINES]:
+    raise WorkflowError(
+        f"Invalid configuration:\nconfig key baseline_machine = {BASELINE!r}: no results of "
+        f"that machine; allowed: {', '.join([MACHINE, *OTHER_MACHINES])}"
+    )
 PRESET = config["presets"][config["preset"]]
 THREADS = os.cpu_count() if config["threads"] == "auto" else config["threads"]
 # The experiment environment's interpreter, and the workflow environment's (this
@@ -97,4 +111,24 @@ def on_failure(section):
     return (
         f"|| {WORKFLOW_PY} scripts/record_failure.py --experiment {section} "
         f"--exit-code $? --log {{log}} --csv {{output.csv}} --sidecar {{output.sidecar}}"
+    )
+
+
+def comparison_inputs(wildcards):
+    """The cross-machine tables, only when other machines' results are present."""
+    if not OTHER_MACHINES:
+        return {}
+    return {
+        "comparison": rules.compare.output.table,
+        "comparison_verdicts": rules.compare.output.verdicts,
+        "comparison_plot": rules.compare.output.plot,
+    }
+
+
+def comparison_args(wildcards, input):
+    if "comparison" not in input.keys():
+        return ""
+    return (
+        f"--comparison {input.comparison} --comparison-verdicts {input.comparison_verdicts}"
+        f" --comparison-plot {input.comparison_plot}"
     )

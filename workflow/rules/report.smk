@@ -57,8 +57,31 @@ rule plots:
         " --out {output} > {log} 2>&1"
 
 
+rule compare:
+    input:
+        script="scripts/compare.py",
+        summaries=[f"results/{m}/summary.csv" for m in [MACHINE, *OTHER_MACHINES]],
+        verdicts=[f"results/{m}/verdicts.csv" for m in [MACHINE, *OTHER_MACHINES]],
+    output:
+        table=f"{RESULTS}/comparison.csv",
+        verdicts=f"{RESULTS}/verdicts_by_machine.csv",
+        plot=f"{RESULTS}/plots/comparison.svg",
+    log:
+        f"{RESULTS}/logs/compare.log",
+    conda:
+        WORKFLOW_ENV
+    params:
+        py=WORKFLOW_PY,
+        baseline=BASELINE,
+    shell:
+        "{params.py} {input.script} --summaries {input.summaries} --verdicts {input.verdicts}"
+        " --baseline {params.baseline} --table {output.table}"
+        " --verdicts-table {output.verdicts} --plot {output.plot} > {log} 2>&1"
+
+
 rule report:
     input:
+        unpack(comparison_inputs),
         script="scripts/render_report.py",
         template="report/templates/report.html.j2",
         sections="report/sections.csv",
@@ -81,7 +104,9 @@ rule report:
     params:
         py=WORKFLOW_PY,
         preset=config["preset"],
+        comparison=comparison_args,
     shell:
         "{params.py} {input.script} --machine {input.machine} --summary {input.summary}"
         " --outputs {input.outputs} --verdicts {input.verdicts} --runs {input.runs} --plots {input.plots}"
-        " --sections {input.sections} --template {input.template} --preset {params.preset} --out {output} > {log} 2>&1"
+        " --sections {input.sections} --template {input.template} --preset {params.preset}"
+        " {params.comparison} --out {output} > {log} 2>&1"

@@ -1,0 +1,182 @@
+"""Archives: deterministic, verified on import, and refused whole when anything is off."""
+
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
+from d2lperf import archive
+from d2lperf.archive import ArchiveError, import_archive
+
+SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
+SAMPLES = ("experiment,case,metric,unit,repeat,value,epoch,devices\n"
+           "hybridize,mlp_before_hybridize,time,s,0,0.4,,\n")
+MACHINE_JSON = {"machine": "box", "cpu": {"model": "X", "logical_cores": 2}, "gpus": [],
+                "memory_bytes": 1}
+
+
+def make_results(root, name="box", machine=None):
+    folder = root / name
+    (folder / "hybridize").mkdir(parents=True)
+    (folder / "hybridize/samples.csv").write_text(SAMPLES)
+    (folder / "hybridize/run.json").write_text('{"experiment": "hybridize", "status": "ok"}')
+    (folder / "machine.json").write_text(json.dumps(machine or MACHINE_JSON))
+    return folder
+
+
+def build(tmp_path, name="box"):
+    results = make_results(tmp_path / "source", name)
+    out = tmp_path / f"{name}.tar.gz"  # beside its source, so each build needs its own folder
+    archive.write_archive(out, name, archive.collect(results, {}), {"commit": "abc"})
+    return out
+
+
+def snapshot(folder):
+    if not folder.exists():
+        return {}
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def tampered(tmp_path, entries, manifest_files=None, extra_infos=()):
+    """An archive with the given members and a manifest listing manifest_files (default:
+    the right checksums of all members)."""
+    files = manifest_files if manifest_files is not None else {
+        name: archive.sha256(data) for name, data in entries.items()}
+    listing = {"format": 1, "machine": "box", "code": {}, "files": files}
+    out = tmp_path / "bad.tar.gz"
+    with tarfile.open(out, "w:gz") as tar:
+        for name, data in {"manifest.json": json.dumps(listing).encode(), **entries}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for info in extra_infos:
+            tar.addfile(info)
+    return out
+
+
+GOOD = {"box/machine.json": json.dumps(MACHINE_JSON).encode(),
+        "box/hybridize/samples.csv": SAMPLES.encode()}
+
+
+def test_archiving_twice_gives_the_same_bytes(tmp_path):
+    results = make_results(tmp_path / "r")
+    first, second = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
+    for out in (first, second):
+        archive.write_archive(out, "box", archive.collect(results, {}), {"commit": "abc"})
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_round_trip_under_another_id(tmp_path):
+    results_root = tmp_path / "results"
+    target = import_archive(build(tmp_path), results_root, SCHEMA, rename="box-2")
+    assert target == results_root / "box-2"
+    assert (target / "hybridize/samples.csv").read_text() == SAMPLES
+    imported = json.loads((target / "imported.json").read_text())
+    assert imported["machine_in_archive"] == "box" and imported["imported_as"] == "box-2"
+
+
+def symlink_info():
+    info = tarfile.TarInfo("box/link")
+    info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    return info
+
+
+def device_info():
+    info = tarfile.TarInfo("box/dev")
+    info.type = tarfile.CHRTYPE
+    return info
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda t: tampered(t, {**GOOD, "/etc/evil": b"x"}), "refusing absolute path"),
+    (lambda t: tampered(t, {**GOOD, "box/../../evil": b"x"}), "refusing path with '..'"),
+    (lambda t: tampered(t, GOOD, extra_infos=[symlink_info()]), "refusing link 'box/link'"),
+    (lambda t: tampered(t, GOOD, extra_infos=[device_info()]), "refusing special file"),
+    (lambda t: tampered(t, {**GOOD, "box/extra.txt": b"x"},
+                        {n: archive.sha256(d) for n, d in GOOD.items()}),
+     "file not in the manifest: box/extra.txt"),
+    (lambda t: tampered(t, GOOD, {**{n: archive.sha256(d) for n, d in GOOD.items()},
+                                  "box/gone.csv": "0" * 64}),
+     "manifest entry with no file: box/gone.csv"),
+    (lambda t: tampered(t, GOOD, {n: "0" * 64 for n in GOOD}), "checksum mismatch"),
+    (lambda t: tampered(t, {**GOOD, "box/hybridize/samples.csv": SAMPLES.replace(
+        "0.4", "fast").encode()}), "box/hybridize/samples.csv: row 2: value"),
+    (lambda t: truncated(t), "truncated or not a gzip'd tar archive"),
+    (lambda t: not_gzip(t), "truncated or not a gzip'd tar archive"),
+])
+def test_bad_archives_are_refused_and_nothing_changes(tmp_path, make, message):
+    results_root = tmp_path / "results"
+    make_results(results_root, "existing")
+    before = snapshot(results_root)
+    bad = make(tmp_path)
+    with pytest.raises(ArchiveError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        import_archive(bad, results_root, SCHEMA)
+    assert snapshot(results_root) == before
+    assert sorted(p.name for p in results_root.iterdir()) == ["existing"]
+
+
+def truncated(tmp_path):
+    good = build(tmp_path)
+    out = tmp_path / "truncated.tar.gz"
+    out.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    return out
+
+
+def not_gzip(tmp_path):
+    out = tmp_path / "plain.tar.gz"
+    out.write_bytes(b"this is not an archive\n" * 10)
+    return out
+
+
+def test_colliding_machine_id_is_refused(tmp_path):
+    results_root = tmp_path / "results"
+    make_results(results_root, "box", {**MACHINE_JSON, "cpu": {"model": "Other", "cores": 64}})
+    before = snapshot(results_root)
+    with pytest.raises(ArchiveError, match="collides with a different machine"):
+        import_archive(build(tmp_path), results_root, SCHEMA)
+    assert snapshot(results_root) == before
+
+
+def test_same_machine_twice_is_refused(tmp_path):
+    results_root = tmp_path / "results"
+    import_archive(build(tmp_path / "first"), results_root, SCHEMA)
+    with pytest.raises(ArchiveError, match="already present"):
+        import_archive(build(tmp_path / "again"), results_root, SCHEMA)
+
+
+def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_python):
+    """Archive the CI results through Snakemake, import them into a fresh checkout under a
+    second machine id, and render the comparison report there."""
+    work, results = ci_run
+    config = [*CI_CONFIG, f"experiment_python={experiment_python}"]
+    done = snakemake(work, "archive", "--cores", "1", *config)
+    assert done.returncode == 0, done.stderr[-3000:]
+    made = work / "archives" / f"{CI_MACHINE}.tar.gz"
+    first = made.read_bytes()
+    done = snakemake(work, "archive", "--forcerun", "archive", "--cores", "1", *config)
+    assert done.returncode == 0 and made.read_bytes() == first  # same content twice
+
+    fresh = copy_workflow(tmp_path / "fresh")
+    # this checkout's own results: copied now, so newer than its scripts
+    shutil.copytree(results, fresh / "results" / CI_MACHINE, copy_function=shutil.copy)
+    imported = subprocess.run(
+        [str(WORKFLOW_PYTHON), "scripts/import_results.py", str(made), "--as", "second-box"],
+        cwd=fresh, capture_output=True, text=True)
+    assert imported.returncode == 0, imported.stderr
+    assert "imported as" in imported.stdout
+    untouched = snapshot(fresh / "results/second-box")
+    done = snakemake(fresh, "--cores", "2", *config)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = [line.split()[1].rstrip(":") for line in (done.stdout + done.stderr).splitlines()
+           if line.startswith(("rule ", "localrule "))]
+    assert "hybridize" not in ran and "compare" in ran
+    page = (fresh / "results" / CI_MACHINE / "report.html").read_text(encoding="utf-8")
+    assert "Across machines" in page and "second-box" in page
+    assert (fresh / "results" / CI_MACHINE / "comparison.csv").exists()
+    assert snapshot(fresh / "results/second-box") == untouched  # never re-run or rewritten
