@@ -6,14 +6,14 @@ VENV := .venv
 MXVENV := .venv-mxnet
 SNAKEMAKE := $(VENV)/bin/snakemake
 
-.PHONY: report test setup envs data browser lint lock bench clean
+.PHONY: report test setup envs data browser blas lint lock bench clean
 
 ## report: set everything up, run the pipeline, print where the report is
 report: setup
 	$(SNAKEMAKE) --cores $(CORES)
 
 ## test: set up what the tests need, then run every test
-test: setup browser
+test: setup browser blas
 	$(VENV)/bin/pytest
 
 setup: envs data
@@ -40,9 +40,13 @@ $(MXVENV)/.installed: envs/mxnet.lock.txt
 data:
 	@scripts/install_data.sh
 
-## browser: headless Chromium for the report's browser test
+## browser: headless Chromium (and a CJK font for the documents' headings) for the report's test
 browser:
-	@scripts/install_browser.sh
+	@scripts/install_packages.sh "the report's browser test" chromium fonts-wqy-zenhei
+
+## blas: Debian's OpenBLAS, for `--config blas=system` (MXNet's bundled BLAS vs a modern one)
+blas:
+	@scripts/install_packages.sh "the system-BLAS variant" libopenblas0-pthread
 
 lint: envs
 	$(VENV)/bin/ruff check scripts tests bench

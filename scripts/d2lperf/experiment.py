@@ -27,6 +27,10 @@ class Skipped(Exception):
     """This section cannot run here (for example: needs 2 GPUs, found 0)."""
 
 
+class Refused(Skipped):
+    """This section will not report figures: its BLAS computes something else."""
+
+
 def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -50,6 +54,8 @@ def parser(description: str, *, repeated: bool = True) -> argparse.ArgumentParse
     timing = p.add_argument_group("timing")
     timing.add_argument("--threads", type=positive_int, default=1,
                         help="OpenMP/BLAS threads, set before MXNet loads (default: 1)")
+    timing.add_argument("--blas-reference", type=Path,
+                        help="stock-BLAS dot to match before timing (runs on another BLAS)")
     if repeated:
         timing.add_argument("--warmup", type=non_negative_int, default=1,
                             help="untimed runs before the timed ones (default: 1)")
@@ -96,9 +102,10 @@ def mxnet_blas(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
     import mxnet as mx
 
     package = str(Path(mx.__file__).parent)
-    preloaded = os.environ.get("LD_PRELOAD", "")
+    preloaded = {os.path.realpath(p) for p in os.environ.get("LD_PRELOAD", "").replace(
+        ":", " ").split()}
     for lib in libraries:
-        if preloaded and lib["path"] in preloaded:
+        if os.path.realpath(lib["path"]) in preloaded:
             return lib
     return next((lib for lib in libraries if lib["path"].startswith(package)),
                 libraries[0] if libraries else None)
@@ -117,6 +124,19 @@ def mxnet_build() -> dict[str, Any]:
     }
 
 
+def check_blas(reference: Path, record: dict[str, Any]) -> None:
+    """Refuse to time on a BLAS whose dot differs from the stock one's."""
+    from d2lperf import blas
+
+    error = blas.max_relative_error(reference)
+    record["blas_check"] = {"max_relative_error": error, "tolerance": blas.REFERENCE_RTOL,
+                            "reference": str(reference)}
+    print(f"BLAS check against the stock dot: max relative error {error:.2e}", flush=True)
+    if not error <= blas.REFERENCE_RTOL:
+        raise Refused(f"this BLAS's dot differs from the stock one by {error:.2e} "
+                      f"(relative; allowed {blas.REFERENCE_RTOL:g}): no figures reported")
+
+
 def main(
     experiment: str,
     arg_parser: argparse.ArgumentParser,
@@ -127,17 +147,20 @@ def main(
     provenance.set_threads(args.threads)
     record: dict[str, Any] = {
         "experiment": experiment,
-        "parameters": {k: v for k, v in vars(args).items() if k not in ("csv", "sidecar")},
+        "parameters": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+                       if k not in ("csv", "sidecar", "blas_reference")},
         "started": provenance.now(),
         **provenance.run_context(),
     }
     recorder = Recorder(experiment)
     clock = time.perf_counter()
     try:
+        if args.blas_reference:
+            check_blas(args.blas_reference, record)
         body(args, recorder)
         record["status"] = "ok"
     except Skipped as why:
-        record["status"] = "skipped"
+        record["status"] = "refused" if isinstance(why, Refused) else "skipped"
         record["reason"] = str(why)
         recorder.rows.clear()
         print(f"{experiment}: skipped: {why}", flush=True)

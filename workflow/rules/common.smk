@@ -7,6 +7,7 @@ from snakemake.settings.types import DeploymentMethod
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
 from d2lperf.configcheck import ConfigError, check_config
+from d2lperf.blas import BlasError, find_system_blas
 from d2lperf.machine import gpus, machine_id
 
 try:
@@ -17,19 +18,33 @@ except ConfigError as error:
     raise WorkflowError(f"Invalid configuration:\n{error}") from None
 
 MACHINE = config.get("machine") or machine_id()
-RESULTS = f"results/{MACHINE}"
+# A non-default BLAS makes a variant of this machine's results, in a folder of its own
+# that the report compares with the stock one (issue: MXNet's bundled BLAS).
+if config.get("blas", "bundled") == "system":
+    try:
+        SYSTEM_BLAS = str(find_system_blas(config.get("system_blas_path", "")))
+    except BlasError as error:
+        raise WorkflowError(f"Invalid configuration:\n{error}") from None
+    RESULTS = f"results/{MACHINE}--system-blas"
+else:
+    SYSTEM_BLAS = ""
+    RESULTS = f"results/{MACHINE}"
+RESULTS_ID = os.path.basename(RESULTS)
 # Other machines' results (imported archives, earlier runs elsewhere): compared in the
 # report, never written by any rule here, since every rule writes under RESULTS.
 OTHER_MACHINES = sorted(
     path.parent.name
     for path in Path("results").glob("*/summary.csv")
-    if path.parent.name != MACHINE
+    if path.parent.name != RESULTS_ID
 )
-BASELINE = config.get("baseline_machine") or MACHINE
-if BASELINE not in [MACHINE, *OTHER_MACHINES]:
+# Speed-ups are against the configured machine; a BLAS variant's against its stock run.
+BASELINE = config.get("baseline_machine") or (
+    MACHINE if SYSTEM_BLAS and MACHINE in OTHER_MACHINES else RESULTS_ID
+)
+if BASELINE not in [RESULTS_ID, *OTHER_MACHINES]:
     raise WorkflowError(
         f"Invalid configuration:\nconfig key baseline_machine = {BASELINE!r}: no results of "
-        f"that machine; allowed: {', '.join([MACHINE, *OTHER_MACHINES])}"
+        f"that machine; allowed: {', '.join([RESULTS_ID, *OTHER_MACHINES])}"
     )
 PRESET = config["presets"][config["preset"]]
 THREADS = os.cpu_count() if config["threads"] == "auto" else config["threads"]
@@ -47,16 +62,18 @@ MACHINE_LOCK = 100
 # The chapter's sections, in the documents' order. `gpus`: how many GPUs the section
 # was written for; `data`: whether it trains on Fashion-MNIST.
 SECTIONS = {
-    "hybridize": {"gpus": 0, "data": False},
-    "async_computation": {"gpus": 0, "data": False},
-    "async_memory": {"gpus": 0, "data": False},
-    "auto_parallelism": {"gpus": 1, "data": False},
-    "small_ops_parallel": {"gpus": 0, "data": False},
-    "multi_gpu_scratch": {"gpus": 2, "data": True},
-    "multi_gpu_gluon": {"gpus": 2, "data": True},
+    "hybridize": {"gpus": 0, "data": False, "blas": False},
+    "async_computation": {"gpus": 0, "data": False, "blas": True},
+    "async_memory": {"gpus": 0, "data": False, "blas": False},
+    "auto_parallelism": {"gpus": 1, "data": False, "blas": True},
+    "small_ops_parallel": {"gpus": 0, "data": False, "blas": False},
+    "multi_gpu_scratch": {"gpus": 2, "data": True, "blas": True},
+    "multi_gpu_gluon": {"gpus": 2, "data": True, "blas": False},
     # not a section: this machine's peak rates, which the report sets the timings against
-    "ceilings": {"gpus": 0, "data": False},
+    "ceilings": {"gpus": 0, "data": False, "blas": True},
 }
+# `blas`: the section's timings rest on BLAS calls (nd.dot); with MKLDNN, Dense and
+# convolution layers do not, so a BLAS variant checks its numerics in these only.
 EXPERIMENTS = list(SECTIONS)
 
 
@@ -96,7 +113,24 @@ def section_args(section):
         options["data_download"] = config.get("data_download", False)
     if section == "hybridize":
         options["export_dir"] = f"{RESULTS}/hybridize/model"
+    if SYSTEM_BLAS and SECTIONS[section]["blas"]:
+        options["blas_reference"] = BLAS_REFERENCE
     return cli_flags(options)
+
+
+BLAS_REFERENCE = f"results/{MACHINE}/blas_reference.npz"
+
+
+def blas_inputs(section):
+    """A BLAS variant's BLAS-dependent sections first need the stock reference."""
+    if SYSTEM_BLAS and SECTIONS.get(section, {}).get("blas"):
+        return {"blas_reference": BLAS_REFERENCE}
+    return {}
+
+
+def preload():
+    """The shell prefix that puts the configured BLAS in place of the bundled one."""
+    return f"LD_PRELOAD={SYSTEM_BLAS} " if SYSTEM_BLAS else ""
 
 
 def experiment_outputs(section):

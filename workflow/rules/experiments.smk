@@ -15,9 +15,26 @@ rule machine_info:
         EXPERIMENT_ENV
     params:
         py=EXPERIMENT_PY,
-        machine=MACHINE,
+        machine=RESULTS_ID,
+        preload=preload(),
     shell:
-        "{params.py} {input.script} --machine {params.machine} --out {output} > {log} 2>&1"
+        "{params.preload}{params.py} {input.script} --machine {params.machine} --out {output}"
+        " > {log} 2>&1"
+
+
+rule blas_reference:
+    input:
+        script="scripts/blas_reference.py",
+    output:
+        BLAS_REFERENCE,
+    log:
+        f"results/{MACHINE}/logs/blas_reference.log",
+    conda:
+        EXPERIMENT_ENV
+    params:
+        py=EXPERIMENT_PY,
+    shell:
+        "{params.py} {input.script} --out {output} > {log} 2>&1"
 
 
 for section in EXPERIMENTS:
@@ -26,6 +43,7 @@ for section in EXPERIMENTS:
         name:
             section
         input:
+            unpack(lambda wildcards, section=section: blas_inputs(section)),
             script=f"scripts/{section}.py",
         output:
             **experiment_outputs(section),
@@ -38,7 +56,8 @@ for section in EXPERIMENTS:
         params:
             py=EXPERIMENT_PY,
             args=section_args(section),
+            preload=preload(),
         shell:
-            "{params.py} {input.script} {params.args}"
+            "{params.preload}{params.py} {input.script} {params.args}"
             " --csv {output.csv} --sidecar {output.sidecar} > {log} 2>&1 "
             + on_failure(section)
