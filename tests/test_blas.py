@@ -45,7 +45,8 @@ def test_snakemake_refuses_a_bad_blas_before_any_job(ci_run):
     done = snakemake(work, "-n", "--cores", "1", *CI_CONFIG, "blas=system",
                      "system_blas_path=/nonexistent/libopenblas.so")
     assert done.returncode != 0
-    assert "system_blas_path '/nonexistent/libopenblas.so' does not exist" in done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "system_blas_path '/nonexistent/libopenblas.so' does not exist" in said
 
 
 @needs_openblas
