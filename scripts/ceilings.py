@@ -28,7 +28,9 @@ def dot_flops(n: int) -> float:
 
 def record_rate(rec: Recorder, case: str, amount: float, unit: str, seconds: list[float],
                 devices: str) -> None:
+    """The raw times, and the rate each one gives."""
     rates = [amount / s / 1e9 for s in seconds]
+    rec.samples(case, "time", "s", seconds, devices=devices)
     rec.samples(case, "rate", unit, rates, devices=devices)
     print(f"{case}: median {Stats(rates).median:.1f} {unit} on {devices}", flush=True)
 

@@ -155,7 +155,7 @@ def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Pat
                                   "multi_gpu_gluon": "ResNet-18 with Gluon, 1 vs 2 devices"}
                         [experiment], out)
     elif experiment == "ceilings":
-        timing_bars(summary[summary["metric"] == "rate"], samples,
+        timing_bars(summary[summary["metric"] == "rate"], samples[samples["metric"] == "rate"],
                     "Machine ceilings (GFLOP/s for dot, GB/s for copies)", out, unit="rate")
     else:
         timing_bars(summary[summary["metric"] == "time"], samples, titles.get(experiment,

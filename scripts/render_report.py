@@ -76,6 +76,23 @@ def machine_rows(machine: dict[str, Any]) -> dict[str, str]:
     ])
 
 
+def ceilings_text(summary: list[dict[str, Any]]) -> str:
+    rates = [r for r in summary if r["experiment"] == "ceilings" and r["metric"] == "rate"
+             and r["median"] is not None]
+    return "; ".join(f"{r['case']} {r['median']:.1f} {r['unit']}" for r in rates) \
+        or "not measured"
+
+
+def job_figures(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """Snakemake's own per-job figures (benchmark files): wall seconds and peak memory."""
+    figures = {}
+    for path in paths:
+        row = pd.read_csv(path, sep="\t").iloc[-1]
+        figures[path.stem] = {"wall_s": float(row["s"]), "max_rss_mb": float(row["max_rss"])
+                              if pd.notna(row.get("max_rss")) else None}
+    return figures
+
+
 def comparison(args: argparse.Namespace) -> dict[str, Any] | None:
     """The cross-machine section: a column per machine, the baseline's first."""
     if not args.comparison:
@@ -132,7 +149,8 @@ def render(args: argparse.Namespace) -> str:
         })
     return env.get_template(template.name).render(
         machine=machine,
-        machine_rows=machine_rows(machine),
+        machine_rows={**machine_rows(machine), "ceilings (measured here)": ceilings_text(summary)},
+        jobs=job_figures(args.benchmarks),
         preset=args.preset,
         sections=sections,
         verdicts=verdicts,
@@ -148,6 +166,8 @@ def main() -> int:
     p.add_argument("--verdicts", required=True, type=Path, help="verdicts.csv")
     p.add_argument("--runs", required=True, type=Path, nargs="+", help="each run.json")
     p.add_argument("--plots", type=Path, nargs="*", default=[], help="<experiment>.svg files")
+    p.add_argument("--benchmarks", type=Path, nargs="*", default=[],
+                   help="Snakemake benchmark files of the experiment jobs")
     p.add_argument("--sections", required=True, type=Path,
                    help="report/sections.csv: each experiment's heading in the documents")
     p.add_argument("--comparison", type=Path, help="comparison.csv (other machines present)")

@@ -166,6 +166,7 @@ def main(
         print(f"{experiment}: skipped: {why}", flush=True)
     record.update(
         finished=provenance.now(),
+        load_average_at_end=provenance.load_average(),
         wall_seconds=round(time.perf_counter() - clock, 3),
         outputs=recorder.outputs,
         artifacts=recorder.artifacts,

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from d2lperf.machine import cpu_governor
+
 # Thread knobs of OpenMP, the BLAS libraries and MXNet's engine. Every run records
 # all of them, set or not, because each one changes timings (DESIGN.md facts).
 THREAD_VARIABLES = (
@@ -76,5 +78,6 @@ def run_context() -> dict[str, Any]:
         "pid": os.getpid(),
         "threads": thread_settings(),
         "load_average_at_start": load_average(),
+        "cpu_governor": cpu_governor(),
         "code": git_commit(),
     }

@@ -6,9 +6,9 @@
 #   scripts/slurm/stop.sh DIR    # stop every daemon this started
 # Everything (keys, configs, spool, state, logs, pid files) lives in DIR, nothing in /etc, so
 # it never touches a cluster configured on the machine. The node is declared with this
-# machine's real CPUs and memory (`slurmd -C`), and with GPUS count-only GPUs (default 2, the
-# most any section uses) so the per-rule GPU requests are scheduled for real; nothing is
-# attached to them. Exit status 2 with a reason on stderr: SLURM cannot run here (not root,
+# machine's real CPUs and memory (`slurmd -C`), and with GPUS placeholder GPUs (default 2, the
+# most any section uses) so that the per-rule GPU requests are scheduled for real; nothing is
+# behind them. Exit status 2 with a reason on stderr: SLURM cannot run here (not root,
 # packages missing); 1: it was started but did not come up (logs are in DIR).
 set -euo pipefail
 
@@ -64,7 +64,7 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$DIR/munge/munge.socket
 StateSaveLocation=$DIR/ctld
-SlurmdSpoolDir=$DIR/spool/%n
+SlurmdSpoolDir=$DIR/spool
 SlurmctldPidFile=$DIR/slurmctld.pid
 SlurmdPidFile=$DIR/slurmd.pid
 SlurmctldLogFile=$DIR/slurmctld.log
@@ -94,11 +94,14 @@ KillWait=5
 $NODE NodeAddr=127.0.0.1 $GRES State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
-# Count-only GPUs (no device files): SLURM schedules them; the sections run on CPU contexts.
+# Placeholder GPUs: SLURM ignores a GPU without a device file, so each gets an empty file
+# under DIR. They are scheduled and counted like real ones; nothing computes on them (the
+# test runs the GPU sections on CPU contexts).
+: > "$DIR/gres.conf"
 if [ "$GPUS" -gt 0 ]; then
-  echo "NodeName=$HOST Name=gpu Count=$GPUS" > "$DIR/gres.conf"
-else
-  : > "$DIR/gres.conf"
+  mkdir -p "$DIR/gpu"
+  for ((i = 0; i < GPUS; i++)); do : > "$DIR/gpu/nvidia$i"; done
+  echo "NodeName=$HOST Name=gpu File=$DIR/gpu/nvidia[0-$((GPUS - 1))]" > "$DIR/gres.conf"
 fi
 
 export SLURM_CONF="$DIR/slurm.conf"

@@ -11,6 +11,8 @@ rule machine_info:
         f"{RESULTS}/machine.json",
     log:
         f"{RESULTS}/logs/machine_info.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/machine_info.tsv"
     conda:
         EXPERIMENT_ENV
     params:
@@ -49,6 +51,8 @@ for section in EXPERIMENTS:
             **experiment_outputs(section),
         log:
             f"{RESULTS}/logs/{section}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/{section}.tsv"
         conda:
             EXPERIMENT_ENV
         resources:

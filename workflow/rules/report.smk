@@ -24,6 +24,8 @@ rule summarise:
         ),
     log:
         f"{RESULTS}/logs/summarise.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/summarise.tsv"
     conda:
         WORKFLOW_ENV
     params:
@@ -48,6 +50,8 @@ rule plots:
         ),
     log:
         f"{RESULTS}/logs/plots.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/plots.tsv"
     conda:
         WORKFLOW_ENV
     params:
@@ -68,6 +72,8 @@ rule compare:
         plot=f"{RESULTS}/plots/comparison.svg",
     log:
         f"{RESULTS}/logs/compare.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/compare.tsv"
     conda:
         WORKFLOW_ENV
     params:
@@ -91,6 +97,7 @@ rule report:
         verdicts=f"{RESULTS}/verdicts.csv",
         runs=expand(f"{RESULTS}/{{section}}/run.json", section=EXPERIMENTS),
         plots=rules.plots.output,
+        benchmarks=expand(f"{RESULTS}/benchmarks/{{section}}.tsv", section=EXPERIMENTS),
     output:
         report(
             f"{RESULTS}/report.html",
@@ -99,6 +106,8 @@ rule report:
         ),
     log:
         f"{RESULTS}/logs/report.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/report.tsv"
     conda:
         WORKFLOW_ENV
     params:
@@ -108,5 +117,6 @@ rule report:
     shell:
         "{params.py} {input.script} --machine {input.machine} --summary {input.summary}"
         " --outputs {input.outputs} --verdicts {input.verdicts} --runs {input.runs} --plots {input.plots}"
+        " --benchmarks {input.benchmarks}"
         " --sections {input.sections} --template {input.template} --preset {params.preset}"
         " {params.comparison} --out {output} > {log} 2>&1"
