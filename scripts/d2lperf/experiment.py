@@ -167,6 +167,7 @@ def main(
     record.update(
         finished=provenance.now(),
         load_average_at_end=provenance.load_average(),
+        peak_rss_mb=provenance.peak_rss_mb(),
         wall_seconds=round(time.perf_counter() - clock, 3),
         outputs=recorder.outputs,
         artifacts=recorder.artifacts,

@@ -69,6 +69,18 @@ def load_average() -> list[float] | None:
         return None
 
 
+def peak_rss_mb() -> dict[str, float]:
+    """Peak resident memory of this process and of its finished children (getrusage:
+    exact, unlike sampling), MB = 1e6 bytes."""
+    import resource
+
+    scale = 1.0 if sys.platform == "darwin" else 1024.0  # ru_maxrss: bytes on macOS, KiB here
+    return {
+        "self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 1e6,
+        "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale / 1e6,
+    }
+
+
 def run_context() -> dict[str, Any]:
     """Everything about the process and code that a result should carry with it."""
     return {

@@ -79,6 +79,8 @@ JobAcctGatherType=jobacct_gather/none
 # No slurmdbd: the executor's squeue status mode; finished jobs stay visible to squeue and
 # scontrol for MinJobAge seconds, longer than the test runs.
 AccountingStorageType=accounting_storage/none
+# Track GPUs as a TRES so that scontrol shows what each job was given.
+AccountingStorageTRES=gres/gpu
 JobCompType=jobcomp/none
 MinJobAge=600
 SchedulerType=sched/backfill
