@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import shutil
 import subprocess
@@ -59,3 +61,26 @@ def ci_run(tmp_path_factory, experiment_python):
     done = snakemake(work, "--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}")
     assert done.returncode == 0, done.stderr[-5000:]
     return work, work / "results" / CI_MACHINE
+
+
+def run_section(python: Path, script: str, out: Path, *args: str, timeout: int = 600):
+    """Run a section script that writes out/samples.csv and out/run.json."""
+    return run_script(python, script, *args, "--csv", str(out / "samples.csv"),
+                      "--sidecar", str(out / "run.json"), timeout=timeout)
+
+
+def read_rows(out: Path) -> list[dict[str, str]]:
+    with open(out / "samples.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def read_run(out: Path) -> dict:
+    return json.loads((out / "run.json").read_text())
+
+
+def samples_by_case(rows: list[dict[str, str]]) -> dict[str, list[float]]:
+    """Each case's values, in row order."""
+    samples: dict[str, list[float]] = {}
+    for row in rows:
+        samples.setdefault(row["case"], []).append(float(row["value"]))
+    return samples

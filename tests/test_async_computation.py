@@ -2,13 +2,10 @@
 small workload (500 x 500, the ci preset's size: big enough for a dot to outlast its
 queueing by far, small enough for seconds)."""
 
-import csv
-import json
-from collections import defaultdict
 
 import pytest
 
-from conftest import run_script
+from conftest import read_rows, read_run, run_script, run_section, samples_by_case
 from d2lperf.stats import Stats
 
 CASES = ["dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read", "dot_waitall",
@@ -18,17 +15,12 @@ CASES = ["dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read"
 @pytest.fixture(scope="module")
 def async_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("async_computation")
-    done = run_script(experiment_python, "async_computation.py", "--size", "500",
-                      "--loop-iterations", "20", "--warmup", "1", "--repeats", "3",
-                      "--threads", "1", "--csv", str(out / "samples.csv"),
-                      "--sidecar", str(out / "run.json"))
+    done = run_section(experiment_python, "async_computation.py", out, "--size", "500",
+                       "--loop-iterations", "20", "--warmup", "1", "--repeats", "3",
+                       "--threads", "1")
     assert done.returncode == 0, done.stderr
-    with open(out / "samples.csv", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    samples = defaultdict(list)
-    for row in rows:
-        samples[row["case"]].append(float(row["value"]))
-    return rows, samples, json.loads((out / "run.json").read_text()), done.stdout
+    rows = read_rows(out)
+    return rows, samples_by_case(rows), read_run(out), done.stdout
 
 
 def test_every_case_and_repeat_is_a_row(async_run):

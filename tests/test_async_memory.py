@@ -1,15 +1,12 @@
 """The memory helper, and the async-memory section run for real on a tiny workload."""
 
-import csv
-import json
 import sys
 import time
-from collections import defaultdict
 
 import psutil
 import pytest
 
-from conftest import run_script
+from conftest import read_rows, read_run, run_script, run_section, samples_by_case
 from d2lperf import memory
 
 ALLOCATION = 200_000_000  # bytes: 200 MB
@@ -72,17 +69,12 @@ CASES = [f"{mode}_{figure}" for mode in MODES
 @pytest.fixture(scope="module")
 def memory_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("async_memory")
-    done = run_script(experiment_python, "async_memory.py", "--batches", "4",
-                      "--batch-size", "64", "--report-every", "2", "--warmup", "1",
-                      "--repeats", "2", "--threads", "1", "--csv", str(out / "samples.csv"),
-                      "--sidecar", str(out / "run.json"))
+    done = run_section(experiment_python, "async_memory.py", out, "--batches", "4",
+                       "--batch-size", "64", "--report-every", "2", "--warmup", "1",
+                       "--repeats", "2", "--threads", "1")
     assert done.returncode == 0, done.stderr
-    with open(out / "samples.csv", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    samples = defaultdict(list)
-    for row in rows:
-        samples[row["case"]].append(float(row["value"]))
-    return rows, samples, json.loads((out / "run.json").read_text()), done.stdout
+    rows = read_rows(out)
+    return rows, samples_by_case(rows), read_run(out), done.stdout
 
 
 def test_every_case_and_repeat_is_a_row(memory_run):

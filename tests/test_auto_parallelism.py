@@ -1,12 +1,11 @@
 """The automatic-parallelism section, run for real in the experiment environment: on CPU
 contexts (cpu(1) standing in for the GPU) with tiny matrices, and skipped without a GPU."""
 
-import csv
 import json
 
 import pytest
 
-from conftest import run_script
+from conftest import read_rows, run_section
 
 SMALL = ("--cpu-size", "100", "--gpu-size", "150", "--dots", "3",
          "--warmup", "1", "--repeats", "2")
@@ -23,13 +22,10 @@ TIMEOUT = 120
 
 
 def run(python, out, *args):
-    return run_script(python, "auto_parallelism.py", *args, "--csv", str(out / "samples.csv"),
-                      "--sidecar", str(out / "run.json"), timeout=TIMEOUT)
+    return run_section(python, "auto_parallelism.py", out, *args, timeout=TIMEOUT)
 
 
-def rows(out):
-    with open(out / "samples.csv", newline="") as handle:
-        return list(csv.DictReader(handle))
+rows = read_rows
 
 
 @pytest.fixture(scope="module")

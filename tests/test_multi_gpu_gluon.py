@@ -1,13 +1,12 @@
 """The concise (Gluon) multi-device section, run for real on CPU contexts cpu(0), cpu(1)
 with a tiny workload: ResNet-18 costs tens of milliseconds per image on a CPU core."""
 
-import csv
 import json
 import re
 
 import pytest
 
-from conftest import run_script
+from conftest import read_rows, run_section
 
 TINY = ("--on", "cpu", "--devices", "1", "2", "--batch-sizes", "16", "32",
         "--learning-rates", "0.1", "0.2", "--epochs", "1", "--data-workers", "0",
@@ -15,8 +14,7 @@ TINY = ("--on", "cpu", "--devices", "1", "2", "--batch-sizes", "16", "32",
 
 
 def run(python, out, *args):
-    return run_script(python, "multi_gpu_gluon.py", *args,
-                      "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json"))
+    return run_section(python, "multi_gpu_gluon.py", out, *args)
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +27,7 @@ def gluon_run(tmp_path_factory, experiment_python):
 
 def test_one_row_per_epoch_and_metric_for_each_run(gluon_run):
     out, _, _ = gluon_run
-    with open(out / "samples.csv", newline="") as handle:
-        table = list(csv.DictReader(handle))
+    table = read_rows(out)
     assert [(r["case"], r["epoch"], r["metric"], r["unit"], r["devices"]) for r in table] == [
         (case, "1", metric, unit, where)
         for case, where in (("resnet18_1_device", "cpu(0)"),

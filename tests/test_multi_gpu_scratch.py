@@ -1,7 +1,6 @@
 """The from-scratch multi-device section, run for real on CPU contexts cpu(0), cpu(1)
 with a small workload, and the training helpers it shares with the Gluon section."""
 
-import csv
 import io
 import json
 import os
@@ -11,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import REPO, run_script
+from conftest import REPO, read_rows, run_section
 from d2lperf import training
 
 SMALL = ("--on", "cpu", "--devices", "1", "2", "--batch-sizes", "64", "64",
@@ -34,14 +33,10 @@ DOCUMENT = {
 
 
 def run(python, out, *args):
-    done = run_script(python, "multi_gpu_scratch.py", *args,
-                      "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json"))
-    return done
+    return run_section(python, "multi_gpu_scratch.py", out, *args)
 
 
-def rows(out):
-    with open(out / "samples.csv", newline="") as handle:
-        return list(csv.DictReader(handle))
+rows = read_rows
 
 
 @pytest.fixture(scope="module")

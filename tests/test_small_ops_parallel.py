@@ -1,18 +1,16 @@
 """The small-operations section, run for real in the experiment environment on small draws."""
 
-import csv
 import json
 
 import pytest
 
-from conftest import run_script
+from conftest import read_rows, run_section
 
 CASES = ["generate_x", "generate_y", "generate_x_and_y"]
 
 
 def run(python, out, *args):
-    return run_script(python, "small_ops_parallel.py", *args, "--csv", str(out / "samples.csv"),
-                      "--sidecar", str(out / "run.json"), timeout=120)
+    return run_section(python, "small_ops_parallel.py", out, *args, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +24,7 @@ def small_ops_run(tmp_path_factory, experiment_python):
 
 def test_every_repeat_of_every_case_is_a_row_on_cpu0(small_ops_run):
     out, _, _ = small_ops_run
-    with open(out / "samples.csv", newline="") as handle:
-        table = list(csv.DictReader(handle))
+    table = read_rows(out)
     assert [(r["experiment"], r["case"], r["metric"], r["unit"], r["repeat"], r["devices"])
             for r in table] == [("small_ops_parallel", case, "time", "s", str(repeat), "cpu(0)")
                                 for case in CASES for repeat in range(2)]
