@@ -6,14 +6,14 @@ VENV := .venv
 MXVENV := .venv-mxnet
 SNAKEMAKE := $(VENV)/bin/snakemake
 
-.PHONY: report test setup envs data browser blas lint lock bench clean
+.PHONY: report test setup envs data browser blas slurm lint lock bench clean
 
 ## report: set everything up, run the pipeline, print where the report is
 report: setup
 	$(SNAKEMAKE) --cores $(CORES)
 
 ## test: set up what the tests need, then run every test
-test: setup browser blas
+test: setup browser blas slurm
 	$(VENV)/bin/pytest
 
 setup: envs data
@@ -47,6 +47,10 @@ browser:
 ## blas: Debian's OpenBLAS, for `--config blas=system` (MXNet's bundled BLAS vs a modern one)
 blas:
 	@scripts/install_packages.sh "the system-BLAS variant" libopenblas0-pthread
+
+## slurm: Debian's slurm-wlm and munge, for the test that runs the workflow on a one-node SLURM
+slurm:
+	@scripts/slurm/install.sh
 
 lint: envs
 	$(VENV)/bin/ruff check scripts tests bench

@@ -13,6 +13,19 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/archive.smk"
 
 
+# Under a cluster executor (README: "On a SLURM cluster") only the rules that run MXNet
+# (sections, machine_info, blas_reference) are submitted; tables, plots, report, archive
+# run on the submitting host.
+localrules:
+    all,
+    summarise,
+    plots,
+    compare,
+    report,
+    config_used,
+    archive,
+
+
 rule all:
     default_target: True
     input:

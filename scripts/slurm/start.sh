@@ -4,20 +4,26 @@
 #   scripts/slurm/start.sh DIR   # start munged, slurmctld, slurmd; all state under DIR
 #   export SLURM_CONF=DIR/slurm.conf
 #   scripts/slurm/stop.sh DIR    # stop every daemon this started
-# Everything (keys, configs, spool, state, logs, pid files) lives in DIR, nothing in /etc, so
-# it never touches a cluster configured on the machine. The node is declared with this
-# machine's real CPUs and memory (`slurmd -C`), and with GPUS placeholder GPUs (default 2, the
-# most any section uses) so that the per-rule GPU requests are scheduled for real; nothing is
-# behind them. Exit status 2 with a reason on stderr: SLURM cannot run here (not root,
-# packages missing); 1: it was started but did not come up (logs are in DIR).
+# The node is declared with this machine's real CPUs and memory (`slurmd -C`), and with GPUS
+# placeholder GPUs (default 2, the most any section uses) so that the per-rule GPU requests are
+# scheduled for real; nothing is behind them.
+# Everything (keys, configs, spool, state, logs, pid files) lives in DIR but one link: the
+# executor's job step runs `srun` with every SLURM_* variable removed, SLURM_CONF too, so srun
+# reads /etc/slurm/slurm.conf. That is made a link to DIR/slurm.conf, and only where there is
+# no slurm.conf (a machine with a SLURM configuration of its own is left alone).
+# Exit status 2, with the reason on stderr: SLURM cannot run here (not root, packages missing,
+# a SLURM configuration in /etc); 1: it was started but did not come up (logs are in DIR).
 set -euo pipefail
 
 DIR=${1:?usage: start.sh STATE_DIR}
 GPUS=${GPUS:-2}
 WAIT_S=${WAIT_S:-60}
 
-cannot() { echo "cannot start SLURM here: $*" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || cannot "needs root (slurmd runs jobs as any user, munged and slurmd as root)"
+cannot() {
+  echo "cannot start SLURM here: $*" >&2
+  exit 2
+}
+[ "$(id -u)" = 0 ] || cannot "needs root (slurmd and munged run as root here)"
 for tool in munged slurmctld slurmd sbatch squeue sinfo scontrol srun; do
   command -v "$tool" >/dev/null || cannot "$tool not found (Debian: apt-get install slurm-wlm munge)"
 done
@@ -25,6 +31,11 @@ command -v python3 >/dev/null || cannot "python3 not found (used to pick free po
 
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
+ETC_CONF=/etc/slurm/slurm.conf
+# A link left by an earlier start whose folder is gone may be replaced; anything else is not ours.
+if [ -e "$ETC_CONF" ] && [ "$(readlink "$ETC_CONF" || true)" != "$DIR/slurm.conf" ]; then
+  cannot "$ETC_CONF exists (this machine has a SLURM configuration of its own; not touching it)"
+fi
 # munged wants its socket's folders searchable by all, writable by the owner only.
 chmod 755 "$DIR"
 mkdir -p "$DIR/munge" "$DIR/ctld" "$DIR/spool"
@@ -48,11 +59,15 @@ print(*(s.getsockname()[1] for s in socks))')
 HOST=$(hostname -s)
 # slurmd -C: the node line with this machine's real CPUs, sockets, cores and memory.
 NODE=$(slurmd -C | head -n 1)
-case "$NODE" in NodeName=*" RealMemory="*) ;; *) echo "slurmd -C said: $NODE" >&2; exit 1 ;; esac
+case "$NODE" in NodeName=*" RealMemory="*) ;; *)
+  echo "slurmd -C said: $NODE" >&2
+  exit 1
+  ;;
+esac
 GRES=""
-[ "$GPUS" -gt 0 ] && GRES="Gres=gpu:$GPUS"
+if [ "$GPUS" -gt 0 ]; then GRES="Gres=gpu:$GPUS"; fi
 
-cat > "$DIR/slurm.conf" <<CONF
+cat >"$DIR/slurm.conf" <<CONF
 # Written by scripts/slurm/start.sh for a one-node test cluster; all state under $DIR.
 ClusterName=d2lperf-test
 SlurmctldHost=$HOST(127.0.0.1)
@@ -79,8 +94,6 @@ JobAcctGatherType=jobacct_gather/none
 # No slurmdbd: the executor's squeue status mode; finished jobs stay visible to squeue and
 # scontrol for MinJobAge seconds, longer than the test runs.
 AccountingStorageType=accounting_storage/none
-# Track GPUs as a TRES so that scontrol shows what each job was given.
-AccountingStorageTRES=gres/gpu
 JobCompType=jobcomp/none
 MinJobAge=600
 SchedulerType=sched/backfill
@@ -93,28 +106,43 @@ ReturnToService=2
 SlurmdTimeout=60
 InactiveLimit=0
 KillWait=5
+MailProg=/bin/true
 $NODE NodeAddr=127.0.0.1 $GRES State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
-# Placeholder GPUs: SLURM ignores a GPU without a device file, so each gets an empty file
-# under DIR. They are scheduled and counted like real ones; nothing computes on them (the
-# test runs the GPU sections on CPU contexts).
-: > "$DIR/gres.conf"
+# Placeholder GPUs: SLURM ignores a GPU without a device file, so each gets one under DIR, a
+# character device that is /dev/null (1:3). They are scheduled and counted like real GPUs;
+# nothing computes on them (the test runs the GPU sections on CPU contexts).
+: >"$DIR/gres.conf"
 if [ "$GPUS" -gt 0 ]; then
   mkdir -p "$DIR/gpu"
-  for ((i = 0; i < GPUS; i++)); do : > "$DIR/gpu/nvidia$i"; done
-  echo "NodeName=$HOST Name=gpu File=$DIR/gpu/nvidia[0-$((GPUS - 1))]" > "$DIR/gres.conf"
+  for ((i = 0; i < GPUS; i++)); do mknod "$DIR/gpu/nvidia$i" c 1 3; done
+  echo "NodeName=$HOST Name=gpu File=$DIR/gpu/nvidia[0-$((GPUS - 1))]" >"$DIR/gres.conf"
 fi
 
 export SLURM_CONF="$DIR/slurm.conf"
+mkdir -p "$(dirname "$ETC_CONF")"
+ln -sfn "$SLURM_CONF" "$ETC_CONF"
 # -i: ignore state left by an earlier start in the same folder.
 slurmctld -f "$SLURM_CONF" -i
 slurmd -f "$SLURM_CONF"
 
 deadline=$((SECONDS + WAIT_S))
 until [ "$(sinfo -h -n "$HOST" -o %T 2>/dev/null)" = idle ]; do
-  if [ "$SECONDS" -ge "$deadline" ]; then
-    echo "SLURM did not report node $HOST idle within ${WAIT_S}s; sinfo says:" >&2
+  # A daemon that exited (bad config) will not come back: say so now, not after WAIT_S.
+  # (Each writes its pid file just after it forks; give that a moment.)
+  dead=""
+  for name in slurmctld slurmd; do
+    pid=$(cat "$DIR/$name.pid" 2>/dev/null || true)
+    if [ -n "$pid" ]; then
+      kill -0 "$pid" 2>/dev/null || dead="$dead $name"
+    elif [ "$SECONDS" -ge $((deadline - WAIT_S + 10)) ]; then
+      dead="$dead $name"
+    fi
+  done
+  if [ -n "$dead" ] || [ "$SECONDS" -ge "$deadline" ]; then
+    echo "SLURM did not report node $HOST idle (daemons not running:${dead:- none});" \
+      "sinfo says:" >&2
     sinfo -N -l >&2 2>&1 || true
     tail -n 20 "$DIR/slurmctld.log" "$DIR/slurmd.log" >&2 2>/dev/null || true
     exit 1

@@ -17,6 +17,14 @@ try:
 except ConfigError as error:
     raise WorkflowError(f"Invalid configuration:\n{error}") from None
 
+# A cluster job reads this file again on its compute node, whose hardware id need not be
+# the submitting host's: there the id must come from the config, as it did for the submitter.
+if workflow.remote_exec and not config.get("machine"):
+    raise WorkflowError(
+        "Invalid configuration:\nconfig key machine is empty in a cluster job; set it when "
+        "submitting (--config machine=<id of the compute nodes>), since the id derived from "
+        f"this node ({machine_id()}) need not be the submitting host's"
+    )
 MACHINE = config.get("machine") or machine_id()
 # A non-default BLAS makes a variant of this machine's results, in a folder of its own
 # that the report compares with the stock one (issue: MXNet's bundled BLAS).
@@ -47,7 +55,12 @@ if BASELINE not in [RESULTS_ID, *OTHER_MACHINES]:
         f"that machine; allowed: {', '.join([RESULTS_ID, *OTHER_MACHINES])}"
     )
 PRESET = config["presets"][config["preset"]]
-THREADS = os.cpu_count() if config["threads"] == "auto" else config["threads"]
+# "auto": one thread per core this process may run on; all of them on a workstation,
+# the job's own (cpus_per_task) inside a SLURM job step, which is pinned to them.
+AVAILABLE_CORES = (
+    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+)
+THREADS = AVAILABLE_CORES if config["threads"] == "auto" else config["threads"]
 # The experiment environment's interpreter, and the workflow environment's (this
 # one). Under --sdm conda each rule's conda environment provides `python` instead.
 USING_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method

@@ -1,0 +1,248 @@
+"""The workflow on a real SLURM cluster, through Snakemake's SLURM executor plugin.
+
+scripts/slurm/start.sh starts a one-node cluster from Debian's slurm-wlm and munge (this
+machine's real CPUs and memory, two placeholder GPUs so that the GPU requests are scheduled);
+the CI preset runs through `--workflow-profile profiles/slurm`. Its results must have the schema
+of a local run's, no two timing jobs may overlap, each job must get what the profile asks for,
+and bad requests must fail with SLURM's own message. Every daemon is stopped at the end. Where
+SLURM cannot be started (not root, packages missing) the tests are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import CI_CONFIG, CI_MACHINE, REPO, SNAKEMAKE, copy_workflow
+
+START = REPO / "scripts/slurm/start.sh"
+STOP = REPO / "scripts/slurm/stop.sh"
+PROFILE = "workflow/profiles/slurm/config.yaml"
+# GPUs each section was written for (SECTIONS in workflow/rules/common.smk).
+SECTION_GPUS = {"hybridize": 0, "async_computation": 0, "async_memory": 0, "auto_parallelism": 1,
+                "small_ops_parallel": 0, "multi_gpu_scratch": 2, "multi_gpu_gluon": 2,
+                "ceilings": 0}
+# Rules that run MXNet on the compute nodes; everything else is a localrule.
+CLUSTER_RULES = {*SECTION_GPUS, "machine_info"}
+SLURM_ARGS = [
+    "--workflow-profile", "profiles/slurm",
+    # The first status check after 2 s, not 40: the CI jobs take seconds, not hours.
+    "--slurm-init-seconds-before-status-checks", "2",
+    # No slurmdbd here, so no sacct; squeue knows finished jobs for MinJobAge (600 s).
+    "--slurm-status-command", "squeue",
+    "--slurm-keep-successful-logs",
+]
+RUN_TIMEOUT = 240  # the run takes about 65 s here; a hang must not stall the suite
+BAD_INPUT_SECONDS = 60  # a refused submission is reported at once, not after a status poll
+
+
+def run_snakemake(work: Path, env: dict, *args: str, timeout: int = RUN_TIMEOUT):
+    started = time.monotonic()
+    done = subprocess.run([str(SNAKEMAKE), *args], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    return done, time.monotonic() - started
+
+
+def slurm_jobs(env: dict, run_id: str) -> list[dict[str, str]]:
+    """Every job of one Snakemake run (its jobs are named after the run id), as SLURM saw it."""
+    listed = subprocess.run(["squeue", "--states=all", "--noheader", "--name", run_id,
+                             "--format=%i"], env=env, capture_output=True, text=True,
+                            timeout=30, check=True)
+    jobs = []
+    for job_id in listed.stdout.split():
+        shown = subprocess.run(["scontrol", "show", "job", "--oneliner", job_id], env=env,
+                               capture_output=True, text=True, timeout=30, check=True)
+        jobs.append(dict(re.findall(r"(\S+?)=(\S*)", shown.stdout)))
+    return jobs
+
+
+def minutes(limit: str) -> int:
+    """SLURM's TimeLimit ([D-]HH:MM:SS) in minutes."""
+    days, _, clock = limit.rpartition("-")
+    hours, mins, secs = (int(part) for part in clock.split(":"))
+    return int(days or 0) * 1440 + hours * 60 + mins + (secs > 0)
+
+
+def daemon_pids(state: Path) -> list[int]:
+    """The daemons start.sh started (by their pid files) and their children."""
+    pids = [int(path.read_text()) for path in state.rglob("*.pid") if path.read_text().strip()]
+    for pid in list(pids):
+        children = Path(f"/proc/{pid}/task/{pid}/children")
+        if children.exists():
+            pids += [int(child) for child in children.read_text().split()]
+    return pids
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    """A running one-node SLURM: the environment its clients need. Stopped, and checked
+    stopped, after the module's tests."""
+    # Not pytest's tmp_path: munged wants every folder above its socket searchable by all.
+    state = Path(tempfile.mkdtemp(prefix="d2lperf-slurm-"))
+    env = {**os.environ, "SLURM_CONF": str(state / "slurm.conf")}
+    etc_conf = Path("/etc/slurm/slurm.conf")
+
+    def stop():
+        pids = daemon_pids(state)
+        stopped = subprocess.run([str(STOP), str(state)], capture_output=True, text=True,
+                                 timeout=180)
+        left = [pid for pid in pids if running(pid)]
+        link_left = etc_conf.is_symlink() and os.readlink(etc_conf) == env["SLURM_CONF"]
+        shutil.rmtree(state, ignore_errors=True)
+        return stopped, left, link_left
+
+    try:
+        started = subprocess.run([str(START), str(state)], capture_output=True, text=True,
+                                 timeout=120)
+    except subprocess.TimeoutExpired:
+        stop()
+        pytest.fail("scripts/slurm/start.sh did not finish within 120 s")
+    if started.returncode != 0:
+        stop()
+        if started.returncode == 2:  # SLURM cannot run here; start.sh says why
+            pytest.skip(started.stderr.strip())
+        pytest.fail(f"SLURM did not start:\n{started.stderr[-4000:]}")
+    yield env
+    stopped, left, link_left = stop()
+    assert stopped.returncode == 0, stopped.stderr
+    assert left == [], f"still running after stop.sh: {left}"
+    assert not link_left, f"stop.sh left {etc_conf}"
+
+
+@pytest.fixture(scope="module")
+def slurm_run(slurm, tmp_path_factory, experiment_python):
+    """The CI preset through the SLURM executor in a copy of the workflow.
+    Returns (copy, results folder, SLURM's record of each job by rule)."""
+    work = copy_workflow(tmp_path_factory.mktemp("slurm") / "wf")
+    done, seconds = run_snakemake(work, slurm, *SLURM_ARGS, *CI_CONFIG,
+                                  f"experiment_python={experiment_python}")
+    assert done.returncode == 0, done.stderr[-6000:]
+    print(f"CI preset through SLURM: {seconds:.0f} s")
+    run_id = re.search(r"SLURM run ID: (\S+)", done.stderr).group(1)
+    jobs = {job["Comment"].removeprefix("rule_"): job for job in slurm_jobs(slurm, run_id)}
+    return work, work / "results" / CI_MACHINE, jobs
+
+
+def schema(path: Path):
+    """What a result file's schema is: columns of a table, keys of a record, else nothing."""
+    if path.suffix == ".csv":
+        return list(pd.read_csv(path, nrows=0).columns)
+    if path.suffix == ".tsv":
+        return list(pd.read_csv(path, sep="\t", nrows=0).columns)
+    if path.suffix == ".json":
+        def keys(value):  # the nesting of the keys; values (and their types) vary by run
+            if isinstance(value, dict):
+                return {key: keys(item) for key, item in value.items()}
+            return None
+        return keys(json.loads(path.read_text()))
+    return None
+
+
+# Files that other tests' targets (archive, blas=system) add to the shared local run.
+OTHER_TARGETS = {"config.yaml", "logs/config_used.log", "blas_reference.npz",
+                 "logs/blas_reference.log"}
+
+
+def test_results_have_the_schema_of_a_local_run(slurm_run, ci_run):
+    _, results, _ = slurm_run
+    _, local = ci_run
+    files = sorted(p.relative_to(results) for p in results.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(local) for p in local.rglob("*")
+                           if p.is_file() and str(p.relative_to(local)) not in OTHER_TARGETS)
+    for name in files:
+        assert schema(results / name) == schema(local / name), name
+    for section in SECTION_GPUS:
+        run = json.loads((results / section / "run.json").read_text())
+        assert run["status"] == "ok", (section, run.get("log_tail"))
+        cases = ["experiment", "case", "metric", "unit"]
+        ran = pd.read_csv(results / section / "samples.csv")[cases].drop_duplicates()
+        reference = pd.read_csv(local / section / "samples.csv")[cases].drop_duplicates()
+        assert sorted(map(tuple, ran.values)) == sorted(map(tuple, reference.values)), section
+
+
+def test_only_the_mxnet_rules_became_slurm_jobs(slurm_run):
+    _, _, jobs = slurm_run
+    assert set(jobs) == CLUSTER_RULES  # summarise, plots, report, all ran locally
+    assert {rule: job["JobState"] for rule, job in jobs.items()} == dict.fromkeys(
+        CLUSTER_RULES, "COMPLETED")
+
+
+def test_no_two_timing_jobs_overlapped(slurm_run):
+    _, results, jobs = slurm_run
+    # As SLURM ran them (whole seconds): nothing, machine_info included, beside a timing job.
+    spans = sorted((job["StartTime"], job["EndTime"], rule) for rule, job in jobs.items())
+    for (_, end, before), (start, _, after) in zip(spans, spans[1:]):
+        assert start >= end, f"{after} started at {start}, before {before} ended at {end}"
+    # As the sections themselves recorded their timed work.
+    runs = sorted(
+        (datetime.fromisoformat(run["started"]), datetime.fromisoformat(run["finished"]), name)
+        for name in SECTION_GPUS
+        for run in [json.loads((results / name / "run.json").read_text())]
+    )
+    for (_, end, before), (start, _, after) in zip(runs, runs[1:]):
+        assert start >= end, f"{after} started at {start}, before {before} finished at {end}"
+
+
+def test_each_job_got_what_the_profile_asks_for(slurm_run):
+    _, _, jobs = slurm_run
+    asked = yaml.safe_load((REPO / PROFILE).read_text())["set-resources"]
+    for rule, job in jobs.items():
+        wanted = asked[rule]
+        assert minutes(job["TimeLimit"]) == wanted["runtime"], rule
+        assert job["MinMemoryNode"] == f"{wanted['mem_mb']}M", rule
+        assert int(job["CPUs/Task"]) == wanted["cpus_per_task"], rule
+        gpus = re.fullmatch(r"gres:gpu:(\d+)", job.get("TresPerJob", ""))
+        assert (int(gpus.group(1)) if gpus else 0) == wanted.get("gpu", 0), rule
+        # SLURM's OverSubscribe=NO: the job has its node to itself (sbatch --exclusive)
+        assert (job["OverSubscribe"] == "NO") == (rule in SECTION_GPUS), rule
+    for section, gpus in SECTION_GPUS.items():
+        assert asked[section].get("gpu", 0) == gpus, section
+        assert "--exclusive" in asked[section]["slurm_extra"], section
+
+
+def bad_run(work: Path, env: dict, target: str, *args: str):
+    """A run of one target that SLURM must refuse: it fails at once, with SLURM's message."""
+    done, seconds = run_snakemake(work, env, *SLURM_ARGS, target, *args,
+                                  timeout=BAD_INPUT_SECONDS * 3)
+    assert done.returncode != 0, done.stderr[-3000:]
+    assert seconds < BAD_INPUT_SECONDS, f"took {seconds:.0f} s to fail"
+    assert "SLURM sbatch failed" in done.stderr, done.stderr[-3000:]
+    return done.stderr
+
+
+def test_more_gpus_than_a_node_has_fails_with_slurms_message(slurm, tmp_path, experiment_python):
+    """multi_gpu_gluon asking for 3 GPUs where the nodes (like the sections) have 2."""
+    work = copy_workflow(tmp_path / "wf")
+    profile = work / PROFILE
+    asked = yaml.safe_load(profile.read_text())
+    asked["set-resources"]["multi_gpu_gluon"]["gpu"] = 3
+    profile.write_text(yaml.safe_dump(asked))
+    stderr = bad_run(work, slurm, f"results/{CI_MACHINE}/multi_gpu_gluon/run.json",
+                     *CI_CONFIG, f"experiment_python={experiment_python}")
+    assert "Requested node configuration is not available" in stderr, stderr[-3000:]
+
+
+def test_unknown_partition_fails_with_slurms_message(slurm, tmp_path, experiment_python):
+    work = copy_workflow(tmp_path / "wf")
+    stderr = bad_run(work, slurm, f"results/{CI_MACHINE}/hybridize/run.json",
+                     "--default-resources", "slurm_partition=no_such_partition",
+                     *CI_CONFIG, f"experiment_python={experiment_python}")
+    assert "invalid partition specified: no_such_partition" in stderr, stderr[-3000:]
