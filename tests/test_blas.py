@@ -62,6 +62,8 @@ def test_variant_is_kept_apart_and_matches_stock_numerics(ci_run, experiment_pyt
     assert run["status"] == "ok"
     assert run["blas_check"]["max_relative_error"] <= run["blas_check"]["tolerance"]
     assert "0.3.21" in run["mxnet"]["blas"]["config"]  # Debian's, not the wheel's 0.3.13
+    # a preloaded BLAS reads its thread count at process start: it must be the configured one
+    assert run["mxnet"]["blas"]["threads"] == run["parameters"]["threads"]
     assert (stock / "async_computation/samples.csv").read_bytes() == before
     stock_run = json.loads((stock / "async_computation/run.json").read_text())
     assert "0.3.13" in stock_run["mxnet"]["blas"]["config"]

@@ -18,6 +18,7 @@ THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
     "MKL_NUM_THREADS",
+    "GOTO_NUM_THREADS",
     "MXNET_CPU_WORKER_NTHREADS",
     "MXNET_CPU_PRIORITY_NTHREADS",
     "MXNET_GPU_WORKER_NTHREADS",
@@ -37,7 +38,8 @@ def set_threads(threads: int) -> None:
     """Pin OpenMP and BLAS to ``threads`` before MXNet is imported (it reads them once)."""
     if "mxnet" in sys.modules:
         raise RuntimeError("set_threads must run before mxnet is imported")
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                 "GOTO_NUM_THREADS"):
         os.environ[name] = str(threads)
 
 

@@ -28,9 +28,9 @@ rule archive:
         workflow_lock="envs/workflow.lock.txt",
         mxnet_lock="envs/mxnet.lock.txt",
     output:
-        f"archives/{MACHINE}.tar.gz",
+        f"archives/{RESULTS_ID}.tar.gz",
     log:
-        f"logs/archive-{MACHINE}.log",
+        f"logs/archive-{RESULTS_ID}.log",
     conda:
         WORKFLOW_ENV
     params:

@@ -112,15 +112,19 @@ def device_kind(section):
     return "cpu" if config.get("gpu_sections_on_cpu", False) else "gpu"
 
 
+def section_threads(section):
+    """One OpenMP thread per engine queue on CPU contexts: the mxnet wheel's OpenBLAS
+    0.3.13 (USE_OPENMP) hangs when two queues call its multithreaded sgemm at once."""
+    if SECTIONS.get(section, {}).get("gpus") and device_kind(section) == "cpu":
+        return 1
+    return THREADS
+
+
 def section_args(section):
     """Every argument a section's script gets, all explicit, all from the config."""
-    options = {"threads": THREADS, **PRESET[section]}
+    options = {"threads": section_threads(section), **PRESET[section]}
     if SECTIONS[section]["gpus"]:
         options["on"] = device_kind(section)
-        if options["on"] == "cpu":
-            # One OpenMP thread per engine queue: the mxnet wheel's OpenBLAS 0.3.13
-            # (USE_OPENMP) hangs when two queues call its multithreaded sgemm at once.
-            options["threads"] = 1
     if SECTIONS[section]["data"]:
         options["data_dir"] = config.get("data_dir") or None
         options["data_download"] = config.get("data_download", False)
@@ -141,9 +145,20 @@ def blas_inputs(section):
     return {}
 
 
-def preload():
-    """The shell prefix that puts the configured BLAS in place of the bundled one."""
-    return f"LD_PRELOAD={SYSTEM_BLAS} " if SYSTEM_BLAS else ""
+def job_environment(section=None):
+    """The shell prefix of every MXNet job: thread counts set before the process starts
+    (a preloaded BLAS reads them when it loads, before any Python runs, and Snakemake
+    would otherwise set them to the job's `threads`), and the configured BLAS in place
+    of the bundled one."""
+    n = section_threads(section)
+    names = (
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "GOTO_NUM_THREADS",
+    )
+    prefix = " ".join(f"{name}={n}" for name in names) + " "
+    return prefix + (f"LD_PRELOAD={SYSTEM_BLAS} " if SYSTEM_BLAS else "")
 
 
 def experiment_outputs(section):

@@ -18,9 +18,9 @@ rule machine_info:
     params:
         py=EXPERIMENT_PY,
         machine=RESULTS_ID,
-        preload=preload(),
+        environment=job_environment(),
     shell:
-        "{params.preload}{params.py} {input.script} --machine {params.machine} --out {output}"
+        "{params.environment}{params.py} {input.script} --machine {params.machine} --out {output}"
         " > {log} 2>&1"
 
 
@@ -60,8 +60,8 @@ for section in EXPERIMENTS:
         params:
             py=EXPERIMENT_PY,
             args=section_args(section),
-            preload=preload(),
+            environment=job_environment(section),
         shell:
-            "{params.preload}{params.py} {input.script} {params.args}"
+            "{params.environment}{params.py} {input.script} {params.args}"
             " --csv {output.csv} --sidecar {output.sidecar} > {log} 2>&1 "
             + on_failure(section)

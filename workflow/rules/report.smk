@@ -64,8 +64,8 @@ rule plots:
 rule compare:
     input:
         script="scripts/compare.py",
-        summaries=[f"results/{m}/summary.csv" for m in [MACHINE, *OTHER_MACHINES]],
-        verdicts=[f"results/{m}/verdicts.csv" for m in [MACHINE, *OTHER_MACHINES]],
+        summaries=[f"results/{m}/summary.csv" for m in [RESULTS_ID, *OTHER_MACHINES]],
+        verdicts=[f"results/{m}/verdicts.csv" for m in [RESULTS_ID, *OTHER_MACHINES]],
     output:
         table=f"{RESULTS}/comparison.csv",
         verdicts=f"{RESULTS}/verdicts_by_machine.csv",
