@@ -49,8 +49,9 @@ blas:
 	@scripts/install_packages.sh "the system-BLAS variant" libopenblas0-pthread
 
 ## slurm: Debian's slurm-wlm and munge, for the test that runs the workflow on a one-node SLURM
+# (no recommends: a few small packages; no slurmdbd, the test uses the plugin's squeue mode)
 slurm:
-	@scripts/slurm/install.sh
+	@scripts/install_packages.sh --no-recommends "the SLURM executor's test" slurm-wlm munge
 
 lint: envs
 	$(VENV)/bin/ruff check scripts tests bench
