@@ -24,9 +24,6 @@ from d2lperf import devices, experiment, timing, training
 from d2lperf.results import Recorder
 from d2lperf.stats import Stats
 
-# MXNet's default seed in a fresh process: the parameters the document drew.
-MXNET_DEFAULT_SEED = 0
-
 
 def residual_class():
     """``Residual``, defined once MXNet may be imported (after the thread counts are set)."""
@@ -150,15 +147,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs = training.runs(args)
-    # Enough devices for the largest run up front: too few GPUs skip the whole section.
-    ctx = devices.contexts(args.on, max(run.devices for run in runs))
-    import mxnet as mx
-    import numpy as np
-
-    mx.random.seed(MXNET_DEFAULT_SEED)
-    # The DataLoader shuffles with numpy's generator: seeding it makes runs repeatable.
-    np.random.seed(MXNET_DEFAULT_SEED)
+    runs, ctx = training.prepare(args)
     net = resnet18(10)
     if len(ctx) >= 2:
         demos(rec, net, ctx)

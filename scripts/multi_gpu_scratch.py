@@ -21,9 +21,6 @@ import sys
 from d2lperf import devices, experiment, timing, training
 from d2lperf.results import Recorder
 
-# MXNet's default seed in a fresh process: the parameters the document drew.
-MXNET_DEFAULT_SEED = 0
-
 
 def init_params():
     from mxnet import nd
@@ -160,17 +157,9 @@ def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs = training.runs(args)
-    # Enough devices for the largest run up front: too few GPUs skip the whole section.
-    ctx = devices.contexts(args.on, max(run.devices for run in runs))
+    runs, ctx = training.prepare(args)
     if len(ctx) > 1:
         devices.check_two_cpu_queues(args.on, args.threads)  # lenet's nd.dot would hang
-    import mxnet as mx
-    import numpy as np
-
-    mx.random.seed(MXNET_DEFAULT_SEED)
-    # The DataLoader shuffles with numpy's generator: seeding it makes runs repeatable.
-    np.random.seed(MXNET_DEFAULT_SEED)
     params = init_params()
     if len(ctx) >= 2:
         demos(rec, params, ctx)

@@ -94,6 +94,23 @@ def runs(args: argparse.Namespace) -> list[Run]:
     return [Run(*run) for run in zip(args.devices, args.batch_sizes, args.learning_rates)]
 
 
+MXNET_DEFAULT_SEED = 0  # MXNet's own seed in a fresh process
+
+
+def prepare(args: argparse.Namespace) -> tuple[list[Run], list]:
+    """The runs, and contexts enough for the largest (too few GPUs skip the whole
+    section); then both generators seeded, so parameters and shuffling repeat."""
+    planned = runs(args)
+    ctx = devices.contexts(args.on, max(run.devices for run in planned))
+    import mxnet as mx
+    import numpy as np
+
+    mx.random.seed(MXNET_DEFAULT_SEED)
+    # The DataLoader shuffles with numpy's generator: seeding it makes runs repeatable.
+    np.random.seed(MXNET_DEFAULT_SEED)
+    return planned, ctx
+
+
 def _usage_error(message: str) -> None:
     print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
