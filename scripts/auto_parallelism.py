@@ -23,11 +23,10 @@ import argparse
 import os
 import sys
 
-from d2lperf import devices, experiment, timing
+from d2lperf import devices, experiment, timing, workloads
 from d2lperf.results import Recorder
 from d2lperf.stats import Stats
 
-FLOAT32_BYTES = 4
 # MXNet 1.9's default number of temporary-space resources shared by all CPU contexts.
 CPU_TEMP_COPY_DEFAULT = 4
 
@@ -53,7 +52,7 @@ def gpu_context(kind: str):
 
 
 def dot_flops(size: int, dots: int) -> float:
-    return 2.0 * size**3 * dots
+    return workloads.dot_gflop(size, dots) * 1e9
 
 
 def timed(args: argparse.Namespace, rec: Recorder, case: str, work, ctxs,
@@ -106,7 +105,7 @@ def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder, 
 
     timed(args, rec, "gpu_compute", compute, [gpu], gpu_flops)
     copies = timed(args, rec, "copy_to_cpu", lambda: copy_to_cpu(y), [gpu, mx.cpu()])
-    copied = args.dots * args.gpu_size**2 * FLOAT32_BYTES
+    copied = args.dots * args.gpu_size**2 * workloads.FLOAT32_BYTES
     rec.notes["copy_to_cpu_bytes"] = copied
     rec.notes["copy_to_cpu_GBps"] = round(copied / Stats(copies).median / 1e9, 3)
     timed(args, rec, "compute_and_copy", compute_and_copy, [gpu, mx.cpu()], gpu_flops)

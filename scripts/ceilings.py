@@ -15,15 +15,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from d2lperf import experiment, timing
+from d2lperf import experiment, timing, workloads
 from d2lperf.results import Recorder
 from d2lperf.stats import Stats
-
-FLOAT32_BYTES = 4
+from d2lperf.workloads import FLOAT32_BYTES
 
 
 def dot_flops(n: int) -> float:
-    return 2.0 * n**3
+    return workloads.dot_gflop(n) * 1e9
 
 
 def record_rate(rec: Recorder, case: str, amount: float, unit: str, seconds: list[float],

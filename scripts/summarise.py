@@ -1,6 +1,6 @@
 """Summarise one machine's raw results against the documents' figures.
 
-Writes two tidy tables the plots and the report are built from:
+Writes three tidy tables the plots and the report are built from:
 - summary.csv: one row per measured case (statistics of its raw samples) and per
   document figure, side by side, with the ratio measured/document;
 - outputs.csv: one row per printed output, the document's text beside this

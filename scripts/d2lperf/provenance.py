@@ -14,11 +14,15 @@ from d2lperf.machine import cpu_governor
 
 # Thread knobs of OpenMP, the BLAS libraries and MXNet's engine. Every run records
 # all of them, set or not, because each one changes timings (DESIGN.md facts).
-THREAD_VARIABLES = (
+# The ones a run pins to its thread count (set_threads, and the rule's shell line).
+PINNED_THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
     "MKL_NUM_THREADS",
     "GOTO_NUM_THREADS",
+)
+THREAD_VARIABLES = (
+    *PINNED_THREAD_VARIABLES,
     "MXNET_CPU_WORKER_NTHREADS",
     "MXNET_CPU_PRIORITY_NTHREADS",
     "MXNET_GPU_WORKER_NTHREADS",
@@ -38,8 +42,7 @@ def set_threads(threads: int) -> None:
     """Pin OpenMP and BLAS to ``threads`` before MXNet is imported (it reads them once)."""
     if "mxnet" in sys.modules:
         raise RuntimeError("set_threads must run before mxnet is imported")
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                 "GOTO_NUM_THREADS"):
+    for name in PINNED_THREAD_VARIABLES:
         os.environ[name] = str(threads)
 
 

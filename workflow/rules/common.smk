@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 from d2lperf.configcheck import ConfigError, check_config
 from d2lperf.blas import BlasError, find_system_blas
 from d2lperf.machine import gpus, machine_id
+from d2lperf.provenance import PINNED_THREAD_VARIABLES
 
 try:
     check_config(
@@ -90,6 +91,18 @@ SECTIONS = {
 EXPERIMENTS = list(SECTIONS)
 
 
+def experiment_outputs(section):
+    return {
+        "csv": f"{RESULTS}/{section}/samples.csv",
+        "sidecar": f"{RESULTS}/{section}/run.json",
+    }
+
+
+# What the aggregation rules read: every section's raw samples and run record.
+SAMPLE_TABLES = [experiment_outputs(s)["csv"] for s in EXPERIMENTS]
+RUN_RECORDS = [experiment_outputs(s)["sidecar"] for s in EXPERIMENTS]
+
+
 def cli_flags(options):
     """Preset entries as the script's options: batch_sizes: [256, 512] -> --batch-sizes 256 512."""
     flags = []
@@ -151,21 +164,8 @@ def job_environment(section=None):
     would otherwise set them to the job's `threads`), and the configured BLAS in place
     of the bundled one."""
     n = section_threads(section)
-    names = (
-        "OMP_NUM_THREADS",
-        "OPENBLAS_NUM_THREADS",
-        "MKL_NUM_THREADS",
-        "GOTO_NUM_THREADS",
-    )
-    prefix = " ".join(f"{name}={n}" for name in names) + " "
+    prefix = " ".join(f"{name}={n}" for name in PINNED_THREAD_VARIABLES) + " "
     return prefix + (f"LD_PRELOAD={SYSTEM_BLAS} " if SYSTEM_BLAS else "")
-
-
-def experiment_outputs(section):
-    return {
-        "csv": f"{RESULTS}/{section}/samples.csv",
-        "sidecar": f"{RESULTS}/{section}/run.json",
-    }
 
 
 def on_failure(section):

@@ -10,8 +10,8 @@ rule summarise:
         script="scripts/summarise.py",
         reference="report/reference.csv",
         schema="workflow/schemas/samples.schema.yaml",
-        runs=expand(f"{RESULTS}/{{section}}/run.json", section=EXPERIMENTS),
-        samples=expand(f"{RESULTS}/{{section}}/samples.csv", section=EXPERIMENTS),
+        runs=RUN_RECORDS,
+        samples=SAMPLE_TABLES,
     output:
         summary=report(
             f"{RESULTS}/summary.csv", caption=TABLES_CAPTION, category="Tables"
@@ -41,7 +41,7 @@ rule plots:
     input:
         script="scripts/plots.py",
         summary=f"{RESULTS}/summary.csv",
-        samples=expand(f"{RESULTS}/{{section}}/samples.csv", section=EXPERIMENTS),
+        samples=SAMPLE_TABLES,
     output:
         report(
             expand(f"{RESULTS}/plots/{{section}}.svg", section=EXPERIMENTS),
@@ -95,7 +95,7 @@ rule report:
         summary=f"{RESULTS}/summary.csv",
         outputs=f"{RESULTS}/outputs.csv",
         verdicts=f"{RESULTS}/verdicts.csv",
-        runs=expand(f"{RESULTS}/{{section}}/run.json", section=EXPERIMENTS),
+        runs=RUN_RECORDS,
         plots=rules.plots.output,
         benchmarks=expand(f"{RESULTS}/benchmarks/{{section}}.tsv", section=EXPERIMENTS),
     output:
