@@ -7,6 +7,7 @@ MXVENV := .venv-mxnet
 SNAKEMAKE := $(VENV)/bin/snakemake
 
 .PHONY: report test setup envs data browser blas slurm lint lock bench clean
+.PHONY: lock-torch
 
 ## report: set everything up, run the pipeline, print where the report is
 report: setup
@@ -19,6 +20,7 @@ test: setup browser blas slurm
 setup: envs data
 
 envs: $(VENV)/.installed $(MXVENV)/.installed
+envs: $(TVENV)/.installed
 
 # The workflow environment: Snakemake, pandas, matplotlib, jinja2, pytest (modern numpy).
 $(VENV)/.installed: envs/workflow.lock.txt
@@ -35,6 +37,24 @@ $(MXVENV)/.installed: envs/mxnet.lock.txt
 	sed 's/^mxnet==/$(MXNET_BUILD)==/' $< > $(MXVENV)/requirements.txt
 	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check -r $(MXVENV)/requirements.txt
 	echo $(MXNET_BUILD) > $@
+
+# The PyTorch environment (issue 14): torch and numpy for the sections' PyTorch twins.
+# Where no NVIDIA driver answers, torch's CPU build (2.13.0+cpu): first from the wheels pip
+# already knows (a wheel folder or mirror in pip's own configuration: offline), else from
+# PyTorch's CPU index, TORCH_CPU_INDEX. Where `nvidia-smi` answers, the CUDA build from
+# PyPI (its nvidia-* libraries pinned by torch's own metadata). Override with
+# `make TORCH_BUILD=cpu ...`; each run records which build ran (run.json: torch).
+TVENV := .venv-torch
+TORCH_BUILD ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+$(TVENV)/.installed: envs/torch.lock.txt
+	$(PYTHON) -m venv $(TVENV)
+	sed '$(if $(filter cpu,$(TORCH_BUILD)),s/^torch==\(.*\)$$/torch==\1+cpu/)' $< > $(TVENV)/requirements.txt
+	$(TVENV)/bin/pip install --quiet --disable-pip-version-check -r $(TVENV)/requirements.txt \
+	  || { [ $(TORCH_BUILD) = cpu ] && $(TVENV)/bin/pip install --quiet \
+	       --disable-pip-version-check --extra-index-url $(TORCH_CPU_INDEX) \
+	       -r $(TVENV)/requirements.txt; }
+	echo $(TORCH_BUILD) > $@
 
 ## data: Fashion-MNIST from Debian's package where possible (the training sections need it)
 data:
@@ -64,8 +84,17 @@ lock: envs
 	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze; } > envs/mxnet.lock.tmp
 	mv envs/workflow.lock.tmp envs/workflow.lock.txt; mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
 
+# torch's local build label (+cpu) and the CUDA build's own libraries stay out of the pins.
+lock: lock-torch
+lock-torch: envs
+	{ sed -n 1,2p envs/torch.lock.txt; $(TVENV)/bin/pip freeze \
+	  | sed 's/^torch==\([^+]*\)+.*/torch==\1/' | grep -v -e '^nvidia-' -e '^triton=='; } \
+	  > envs/torch.lock.tmp
+	mv envs/torch.lock.tmp envs/torch.lock.txt
+
 bench: envs
 	$(VENV)/bin/python bench/pipeline_overhead.py
 
 clean:
 	rm -rf $(VENV) $(MXVENV) .snakemake
+	rm -rf $(TVENV)
