@@ -18,9 +18,20 @@ SNAKEMAKE = WORKFLOW_PYTHON.parent / "snakemake"
 # The experiment environment that `make test` creates; another one can be named.
 EXPERIMENT_PYTHON = Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python"))
 COPY_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", ".venv-mxnet", "results", ".snakemake", "__pycache__", ".pytest_cache",
-    ".ruff_cache", "artifacts",
+    ".git", ".venv", ".venv-mxnet", ".venv-torch", "results", ".snakemake", "__pycache__",
+    ".pytest_cache", ".ruff_cache", "artifacts",
 )
+
+
+# The PyTorch environment that `make test` creates (config key torch_python); another can be named.
+TORCH_PYTHON = Path(os.environ.get("TORCH_PYTHON", REPO / ".venv-torch/bin/python"))
+
+
+@pytest.fixture(scope="session")
+def torch_python() -> Path:
+    if not TORCH_PYTHON.exists():
+        pytest.fail(f"PyTorch environment missing: {TORCH_PYTHON} (run `make envs`)")
+    return TORCH_PYTHON
 
 
 @pytest.fixture(scope="session")
