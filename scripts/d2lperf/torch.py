@@ -206,7 +206,7 @@ def build_settings(config: str) -> dict[str, str]:
     found = re.search(r"Build settings: (.*)", config)
     if not found:
         return {}
-    pairs = (item.strip().split("=", 1) for item in found.group(1).split(", "))
+    pairs = (item.strip().rstrip(",").split("=", 1) for item in found.group(1).split(", "))
     return {pair[0]: pair[1] for pair in pairs if len(pair) == 2 and pair[0].isupper()}
 
 
