@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,17 @@ def run_script(python: Path, script: str, *args: str, timeout: int = 600):
         [str(python), str(REPO / "scripts" / script), *args],
         capture_output=True, text=True, timeout=timeout,
     )
+
+
+def run_program(python: Path, *parts: str, env: dict[str, str] | None = None,
+                timeout: int = 300):
+    """Run the Python program made of ``parts`` (each dedented on its own) with ``python``,
+    d2lperf importable; return what it printed last, read as JSON."""
+    program = "\n".join(textwrap.dedent(part) for part in parts)
+    done = subprocess.run([str(python), "-c", program], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO / "scripts", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 CI_MACHINE = "ci-test-machine"

@@ -8,13 +8,12 @@ synchronize, ...): guarded, and exercised, on a machine without a GPU.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import textwrap
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_program
 from d2lperf import torch as d2l_torch
 
 # Stand-ins for a machine with two CUDA devices, recording the calls made to them.
@@ -28,16 +27,7 @@ torch.cuda.synchronize = lambda device=None: calls.append(str(device))
 """
 
 
-def in_torch(torch_python, *parts: str, env: dict[str, str] | None = None):
-    """Run the program made of ``parts`` in the PyTorch environment; return what it
-    printed last, as JSON."""
-    program = "\n".join(textwrap.dedent(part) for part in parts)
-    done = subprocess.run(
-        [str(torch_python), "-c", program], capture_output=True, text=True,
-        timeout=300, cwd=REPO / "scripts", env=env,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+in_torch = run_program
 
 
 def test_versions_are_parsed_and_old_ones_refused():

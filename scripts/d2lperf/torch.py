@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import random
 import re
+import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,30 @@ def load_fashion_mnist(
     test_iter = DataLoader(fashion_mnist(folder, False, test_limit), batch_size,
                            shuffle=False, num_workers=workers)
     return train_iter, test_iter
+
+
+def load_data(args: Any, batch_size: int):
+    """(train_iter, test_iter) from a training section's options (training.add_arguments);
+    a missing data set ends the run non-zero with data.py's message on stderr."""
+    try:
+        return load_fashion_mnist(
+            batch_size, data_dir=args.data_dir, download=args.data_download,
+            num_workers=args.data_workers, train_limit=args.train_limit,
+            test_limit=args.test_limit)
+    except data.DataMissing as missing:
+        print(missing, file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+def scatter(batch, devs: Sequence[Any]) -> list:
+    """A batch split evenly over devices, the first shard on the first device (Gluon's
+    ``split_and_load``): ``nn.parallel.scatter`` on GPUs, as the book does; on the CPU
+    stand-in, which scatter refuses, the same split with ``chunk``."""
+    from torch import nn
+
+    if all(is_cuda(d) for d in devs):
+        return list(nn.parallel.scatter(batch, list(devs)))
+    return [shard.to(d) for shard, d in zip(batch.chunk(len(devs)), devs)]
 
 
 def evaluate_accuracy(net, data_iter, device=None) -> float:
