@@ -54,10 +54,11 @@ def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.Compl
     )
 
 
-def run_script(python: Path, script: str, *args: str, timeout: int = 600):
+def run_script(python: Path, script: str, *args: str, timeout: int = 600,
+               env: dict[str, str] | None = None):
     return subprocess.run(
         [str(python), str(REPO / "scripts" / script), *args],
-        capture_output=True, text=True, timeout=timeout,
+        capture_output=True, text=True, timeout=timeout, env=env,
     )
 
 
@@ -86,10 +87,11 @@ def ci_run(tmp_path_factory, experiment_python):
     return work, work / "results" / CI_MACHINE
 
 
-def run_section(python: Path, script: str, out: Path, *args: str, timeout: int = 600):
+def run_section(python: Path, script: str, out: Path, *args: str, timeout: int = 600,
+                env: dict[str, str] | None = None):
     """Run a section script that writes out/samples.csv and out/run.json."""
     return run_script(python, script, *args, "--csv", str(out / "samples.csv"),
-                      "--sidecar", str(out / "run.json"), timeout=timeout)
+                      "--sidecar", str(out / "run.json"), timeout=timeout, env=env)
 
 
 def read_rows(out: Path) -> list[dict[str, str]]:

@@ -188,7 +188,9 @@ def test_gluon_on_gpu_without_gpus_is_skipped_with_the_reason(torch_python, tmp_
         "skipped", "needs 2 GPUs, found 0")
 
 
-@pytest.mark.parametrize("name", ["multi_gpu_scratch", "multi_gpu_gluon"])
+@pytest.mark.parametrize("name", ["hybridize", "async_computation", "async_memory",
+                                  "auto_parallelism", "small_ops_parallel",
+                                  "multi_gpu_scratch", "multi_gpu_gluon"])
 def test_help_works_standalone_without_importing_torch(torch_python, name):
     got = run_program(torch_python, f"""
         import json, runpy, sys, contextlib, io
@@ -199,7 +201,209 @@ def test_help_works_standalone_without_importing_torch(torch_python, name):
                 runpy.run_path({str(REPO / "scripts" / section(name))!r}, run_name="__main__")
         except SystemExit:
             pass
-        print(json.dumps(["torch" in sys.modules, "--devices" in out.getvalue()]))
+        print(json.dumps(["torch" in sys.modules, "--csv" in out.getvalue()]))
     """)
     assert got == [False, True]
 
+
+
+def cases(rows) -> dict[str, int]:
+    """How many rows each case has."""
+    found: dict[str, int] = {}
+    for row in rows:
+        found[row["case"]] = found.get(row["case"], 0) + 1
+    return found
+
+
+# --- hybridize ---------------------------------------------------------------------------
+
+HYBRIDIZE = ("--forward-passes", "100", "--warmup", "1", "--rounds", "3", "--compile-runs", "1",
+             "--threads", "1")
+
+
+@pytest.fixture(scope="module")
+def hybridize(tmp_path_factory, torch_python):
+    out = tmp_path_factory.mktemp("pt_hybridize")
+    done = run(torch_python, "hybridize", out, *HYBRIDIZE, "--export-dir", str(out / "export"))
+    assert done.returncode == 0, done.stderr
+    return out, read_run(out), done.stdout
+
+
+def test_hybridize_times_eager_scripted_and_compiled_and_compiling_apart(hybridize):
+    out, record, _ = hybridize
+    table = valid_rows(out)
+    assert cases(table) == {"mlp_before_hybridize": 3, "mlp_after_hybridize": 3,
+                            "mlp_torch_compile": 3, "torch_compile_cold": 1,
+                            "torch_compile_warm": 1, "jit_script_compile": 1}
+    assert {r["devices"] for r in table} == {"cpu"}
+    assert {r["metric"] for r in table} == {"time"}
+    assert "failed_cases" not in record["notes"]
+    assert "fresh process" in record["notes"]["torch_compile_times"]
+
+
+def test_hybridize_outputs_agree_across_eager_script_and_compile(hybridize):
+    _, record, _ = hybridize
+    outputs = record["outputs"]
+    eager = outputs["mlp_output_imperative"]["values"][0]
+    for name in ("mlp_output_hybridized", "mlp_output_compiled"):
+        assert outputs[name]["values"][0] == pytest.approx(eager, abs=1e-5), name
+    assert outputs["symbolic_program_result"]["text"] == "10"
+    assert "call_module" in outputs["mlp_symbolic_output"]["text"]
+    # the HybridBlock demo's counterpart: traced once with proxies, then never run again
+    assert outputs["hybridnet_x_hybridized"]["text"] == "Proxy(x)"
+    assert outputs["hybridnet_hidden_hybridized"]["text"] == "Proxy(relu)"
+    assert outputs["hybridnet_prints_after_first_hybridized_call"]["text"] == "0"
+    assert (outputs["hybridnet_output_hybridized"]["values"]
+            == outputs["hybridnet_output_imperative"]["values"])
+    assert outputs["hybridnet_F_imperative"]["text"].startswith("not applicable in PyTorch")
+
+
+def test_hybridize_saved_models_load_and_compute_the_same(hybridize, torch_python):
+    out, record, _ = hybridize
+    assert record["artifacts"] == ["my_mlp", "my_mlp.pt2"]
+    got = run_program(torch_python, f"""
+        import json
+        import torch
+        export = {str(out / "export")!r}
+        x = torch.ones(1, 512)
+        scripted = torch.jit.load(export + "/my_mlp")
+        exported = torch.export.load(export + "/my_mlp.pt2").module()
+        print(json.dumps(torch.allclose(scripted(x), exported(x), atol=1e-6)))
+    """)
+    assert got is True
+
+
+def test_hybridize_records_a_failing_torch_compile_and_goes_on(torch_python, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CXX": "/bin/false"}
+    done = run_section(torch_python, section("hybridize"), tmp_path, "--forward-passes", "5",
+                       "--rounds", "1", "--compile-runs", "1", "--threads", "1",
+                       "--export-dir", str(tmp_path / "export"), env=env)
+    assert done.returncode == 0, done.stderr
+    record = read_run(tmp_path)
+    assert record["status"] == "ok"
+    reason = record["notes"]["failed_cases"]["mlp_torch_compile"]
+    assert reason.startswith("failed: ") and "compiler" in reason.lower()
+    assert set(record["notes"]["failed_cases"]) == {
+        "mlp_torch_compile", "torch_compile_cold", "torch_compile_warm"}
+    assert record["outputs"]["mlp_output_compiled"]["text"] == reason
+    assert set(cases(read_rows(tmp_path))) == {
+        "mlp_before_hybridize", "mlp_after_hybridize", "jit_script_compile"}
+
+
+# --- async_computation -------------------------------------------------------------------
+
+ASYNC_CASES = {"dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read",
+               "dot_waitall", "dot_asscalar", "dot_asnumpy", "add_loop_synchronous",
+               "add_loop_asynchronous"}
+
+
+def test_async_computation_has_the_mxnet_twins_cases_and_says_cpu_is_eager(torch_python,
+                                                                             tmp_path):
+    done = run(torch_python, "async_computation", tmp_path, "--size", "500",
+               "--loop-iterations", "100", "--warmup", "1", "--rounds", "3", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    table = valid_rows(tmp_path)
+    assert cases(table) == dict.fromkeys(ASYNC_CASES, 3)
+    assert {r["devices"] for r in table} == {"cpu"}
+    record = read_run(tmp_path)
+    assert "runs each op to its end" in record["notes"]["eager_on_cpu"]
+    # the sum of a uniform [0, 1) matrix's square: about n^3 / 4
+    assert record["outputs"]["dot_sum"]["values"] == pytest.approx(500**3 / 4, rel=0.05)
+
+
+def test_async_computation_on_gpu_without_one_is_skipped(torch_python, tmp_path):
+    done = run(torch_python, "async_computation", tmp_path, "--size", "10", "--on", "gpu")
+    assert done.returncode == 0, done.stderr
+    assert read_run(tmp_path)["reason"] == "needs 1 GPU, found 0"
+
+
+# --- async_memory ------------------------------------------------------------------------
+
+def test_async_memory_runs_each_mode_in_fresh_processes(torch_python, tmp_path):
+    done = run(torch_python, "async_memory", tmp_path, "--batches", "4", "--batch-size", "64",
+               "--report-every", "2", "--warmup", "1", "--repeats", "2", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    table = valid_rows(tmp_path)
+    expected = {f"{mode}_{figure}": 2 for mode in ("sync", "async")
+                for figure in ("batch_2", "batch_4", "total", "memory_increase",
+                               "peak_memory_increase")}
+    assert cases(table) == expected
+    units = {r["case"]: r["unit"] for r in table}
+    assert units["sync_memory_increase"] == "MB" and units["async_total"] == "s"
+    for row in table:
+        if row["case"].endswith("_batch_4") or row["case"].endswith("_total"):
+            assert float(row["value"]) > 0
+    assert done.stdout.count("increased memory:") == 4  # 2 modes x 2 fresh processes
+
+
+def test_async_memory_gpu_figures_are_guarded(torch_python):
+    """On a GPU the child also reads torch.cuda's allocator peak; here, with torch.cuda's
+    answers stood in for and a CPU device, the same code reads it once per run."""
+    got = run_program(torch_python, f"""
+        import argparse, importlib.util, json
+        import torch
+        from d2lperf import torch as t
+        spec = importlib.util.spec_from_file_location("m", {str(REPO / "scripts" /
+                                                              section("async_memory"))!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        calls = []
+        t.is_cuda = lambda device: True  # the loop's device is the CPU, treated as a GPU
+        torch.cuda.synchronize = lambda device=None: calls.append("synchronize")
+        torch.cuda.reset_peak_memory_stats = lambda device=None: calls.append("reset")
+        torch.cuda.memory_allocated = lambda device=None: 1_000_000
+        torch.cuda.max_memory_allocated = lambda device=None: 5_000_000
+        args = argparse.Namespace(on="cpu", batches=2, batch_size=8, report_every=1, warmup=0)
+        figures = m.train("async", args)
+        print(json.dumps([figures["gpu_max_memory_allocated"], calls[:2]]))
+    """)
+    assert got == [4.0, ["synchronize", "reset"]]
+
+
+# --- auto_parallelism --------------------------------------------------------------------
+
+AUTO = ("--cpu-size", "200", "--gpu-size", "300", "--dots", "10", "--warmup", "1",
+        "--rounds", "3", "--threads", "1")
+
+
+def test_auto_parallelism_on_the_cpu_stand_in(torch_python, tmp_path):
+    done = run(torch_python, "auto_parallelism", tmp_path, *AUTO, "--on", "cpu")
+    assert done.returncode == 0, done.stderr
+    table = valid_rows(tmp_path)
+    assert cases(table) == dict.fromkeys(
+        ["cpu_only", "gpu_only", "cpu_and_gpu", "gpu_compute", "copy_to_cpu",
+         "compute_and_copy"], 3)
+    where = {r["case"]: r["devices"] for r in table}
+    assert where["cpu_and_gpu"] == "cpu,cpu" and where["copy_to_cpu"] == "cpu,cpu"
+    notes = read_run(tmp_path)["notes"]
+    assert notes["two_gpus"].endswith("needs 2 GPUs, found 0")
+    assert notes["compute_and_copy_streams"] == "not run: CUDA streams need a GPU"
+    assert set(notes["gflops"]) == {"cpu_only", "gpu_only", "cpu_and_gpu", "gpu_compute"}
+    assert "stand_in" in notes
+
+
+def test_auto_parallelism_on_gpu_without_one_is_skipped(torch_python, tmp_path):
+    done = run(torch_python, "auto_parallelism", tmp_path, *AUTO, "--on", "gpu")
+    assert done.returncode == 0, done.stderr
+    record = read_run(tmp_path)
+    assert (record["status"], record["reason"]) == ("skipped", "needs 1 GPU, found 0")
+    assert read_rows(tmp_path) == []
+
+
+# --- small_ops_parallel ------------------------------------------------------------------
+
+def test_small_ops_parallel_has_the_mxnet_twins_cases(torch_python, tmp_path):
+    done = run(torch_python, "small_ops_parallel", tmp_path, "--size", "500", "--warmup", "1",
+               "--rounds", "3", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    table = valid_rows(tmp_path)
+    assert cases(table) == dict.fromkeys(["generate_x", "generate_y", "generate_x_and_y"], 3)
+    assert read_run(tmp_path)["notes"]["generate_x_and_y_streams"].startswith("not run")
+
+
+SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",
+            "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon"]
+
+
+def test_every_mxnet_section_has_a_pytorch_twin_of_the_same_name():
+    assert sorted(p.stem for p in (REPO / "scripts/sections/pytorch").glob("*.py")) == sorted(
+        SECTIONS)

@@ -1,0 +1,218 @@
+"""The effect of asynchronous computation on memory, in PyTorch (seeds/000: 异步计算对内存的影响).
+
+The PyTorch twin of sections/mxnet/async_memory.py, with the same case names: the
+document's training loop, an MLP 512-2048-512-1 with the L2 loss (Gluon's L2Loss:
+half the squared error) and SGD at lr 0.005 on random batches, in its two modes:
+``sync`` reads ``l.mean().item()`` every batch (the document's ``asscalar``), so the
+Python front end waits for each batch; ``async`` reads nothing inside the loop and
+synchronises once at the end. For each it records the elapsed time the document prints
+every ``--report-every`` batches (read without synchronising, as the document does), the
+time until the work is finished, how much the process's resident memory grew (at the
+end, and at its peak) and, on a GPU, ``torch.cuda.max_memory_allocated`` (the peak of
+PyTorch's caching allocator during the loop), where PyTorch's queued work holds its
+memory: on a GPU the host process only launches kernels.
+
+On the CPU eager PyTorch runs every op to its end: nothing is queued in either mode, so
+the two modes should take the same time and memory. The section measures it anyway.
+
+Each (mode, repeat) trains in a fresh child process (this script re-run with
+``--child``) so that no mode inherits the other's cached allocations; the child pins
+the same thread count and hands its figures back in a JSON file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
+
+import argparse  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+from typing import Any  # noqa: E402
+
+from d2lperf import devices as device_options  # noqa: E402
+from d2lperf import experiment, memory, provenance, timing  # noqa: E402
+from d2lperf import torch as d2l  # noqa: E402
+from d2lperf.results import Recorder, read_json, write_json  # noqa: E402
+from d2lperf.stats import Stats  # noqa: E402
+
+MODES = ("sync", "async")
+SEED = 0  # both modes train the same initial network on the same batches
+
+
+def get_mem() -> float:
+    """This process's RSS in MB: the document's ``ps u`` reading, without a subprocess."""
+    return memory.rss_bytes() / memory.MB
+
+
+def l2_loss(y_hat, y):
+    """Gluon's L2Loss: half the squared error, one value per example."""
+    return 0.5 * (y_hat.reshape(y.shape) - y) ** 2
+
+
+def train(mode: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One run of the document's loop in ``mode``; runs in a child process."""
+    import torch
+    from torch import nn
+
+    device = d2l.devices(args.on, 1)[0]
+    cuda = d2l.is_cuda(device)
+    d2l.seed(SEED)
+    batch_seconds: dict[int, float] = {}
+
+    def data_iter(report=None):
+        for i in range(args.batches):
+            X = torch.randn(size=(args.batch_size, 512), device=device)
+            y = torch.ones((args.batch_size,), device=device)
+            yield X, y
+            if report is not None and (i + 1) % args.report_every == 0:
+                report(i + 1)
+
+    net = nn.Sequential(nn.Linear(512, 2048), nn.ReLU(),
+                        nn.Linear(2048, 512), nn.ReLU(),
+                        nn.Linear(512, 1)).to(device)
+    # Gluon's trainer.step(batch_size) divides the summed gradient by the batch size:
+    # the gradient of the mean loss, which is what l.mean().backward() computes.
+    trainer = torch.optim.SGD(net.parameters(), lr=0.005)
+
+    # The document's commented-out warm-up: forward passes before memory is measured
+    # (PyTorch's allocator and kernels' first use).
+    for _, (X, y) in zip(range(args.warmup), data_iter()):
+        l2_loss(net(X), y).mean().item()
+
+    def report(batch: int) -> None:
+        # No synchronisation here, as in the document.
+        batch_seconds[batch] = loop.lap()
+        print(f"batch {batch}, time {batch_seconds[batch]:f} sec", flush=True)
+
+    if cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        allocated_before = torch.cuda.memory_allocated(device)
+    l_sum, mem = 0.0, get_mem()
+    with memory.PeakRSS() as rss:
+        with timing.Stopwatch(d2l.sync) as loop:  # its exit is the document's nd.waitall()
+            for X, y in data_iter(report):
+                l = l2_loss(net(X), y)  # noqa: E741 (the document's name)
+                if mode == "sync":
+                    l_sum += l.mean().item()
+                trainer.zero_grad()
+                l.mean().backward()
+                trainer.step()
+    increased = rss.result.after / memory.MB - mem
+    print(f"increased memory: {increased:f} MB", flush=True)
+    figures = {
+        "batch_seconds": batch_seconds,
+        "total_seconds": loop.seconds,
+        "memory_increase": increased,
+        "peak_memory_increase": rss.result.peak / memory.MB - mem,
+        "peak_method": rss.result.method,
+        "peak_samples": rss.result.samples,
+    }
+    if cuda:
+        figures["gpu_max_memory_allocated"] = (
+            torch.cuda.max_memory_allocated(device) - allocated_before) / memory.MB
+    return figures
+
+
+def run_child(mode: str, args: argparse.Namespace, result: Path) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", mode, "--result", str(result),
+               "--threads", str(args.threads), "--warmup", str(args.warmup),
+               "--on", args.on, *workload_flags(args)]
+    sys.stdout.flush()  # the child's prints go to the same log, after ours
+    subprocess.run(command, check=True)
+    return read_json(result)
+
+
+def body(args: argparse.Namespace, rec: Recorder) -> None:
+    if args.report_every > args.batches:
+        build_parser().error(f"--report-every ({args.report_every}) must not exceed "
+                             f"--batches ({args.batches}): no batch would be reported")
+    where = d2l.names(d2l.devices(args.on, 1))  # Skipped here, before any child runs
+    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
+    with tempfile.TemporaryDirectory(prefix="async_memory.") as tmp:
+        # Modes alternate so that a drift in the machine's load touches both alike.
+        for repeat in range(args.repeats):
+            for mode in MODES:
+                print(f"{mode}, repeat {repeat}:", flush=True)
+                runs[mode].append(run_child(mode, args, Path(tmp) / f"{mode}-{repeat}.json"))
+    figures = ["memory_increase", "peak_memory_increase"]
+    if "gpu_max_memory_allocated" in runs[MODES[0]][0]:
+        figures.append("gpu_max_memory_allocated")
+    for mode in MODES:
+        for k in range(args.report_every, args.batches + 1, args.report_every):
+            record(rec, f"{mode}_batch_{k}", "time", "s",
+                   [run["batch_seconds"][str(k)] for run in runs[mode]], where)
+        record(rec, f"{mode}_total", "time", "s", [run["total_seconds"] for run in runs[mode]],
+               where)
+        for figure in figures:
+            record(rec, f"{mode}_{figure}", "memory", "MB", [run[figure] for run in runs[mode]],
+                   where)
+    rec.notes.update(
+        batch_times=("elapsed seconds since the loop started, read without synchronising, as the "
+                     "document prints them; {mode}_total ends when the final sync returns"),
+        memory=("RSS after the final sync (memory_increase), and its peak during the loop "
+                "(peak_memory_increase), minus RSS before the loop; MB = 1e6 bytes"),
+        process_per_run="each (mode, repeat) ran in a fresh process, modes alternating",
+        peak_memory_method={mode: [run["peak_method"] for run in runs[mode]] for mode in MODES},
+    )
+    if "gpu_max_memory_allocated" in figures:
+        rec.notes["gpu_max_memory_allocated"] = (
+            "torch.cuda.max_memory_allocated during the loop minus what was allocated "
+            "before it: the peak of tensors PyTorch held on the GPU")
+    import torch  # noqa: F401  (only so that the run record carries torch's build)
+
+
+def record(rec: Recorder, case: str, metric: str, unit: str, values: list[float],
+           where: str) -> None:
+    rec.samples(case, metric, unit, values, devices=where)
+    print(f"{case}: median {Stats(values).median:.4f} {unit} over {len(values)} repeats",
+          flush=True)
+
+
+def add_workload_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batches", type=experiment.positive_int, default=100,
+                   help="training batches per run (document: 100)")
+    p.add_argument("--batch-size", type=experiment.positive_int, default=1024,
+                   help="examples per batch (document: 1024)")
+    p.add_argument("--report-every", type=experiment.positive_int, default=50,
+                   help="record the elapsed time every this many batches (document: 50)")
+    device_options.add_argument(p, default="cpu")
+
+
+def workload_flags(args: argparse.Namespace) -> list[str]:
+    return ["--batches", str(args.batches), "--batch-size", str(args.batch_size),
+            "--report-every", str(args.report_every)]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Samples here are fresh processes and warm-up is batches inside each: own help texts.
+    p = experiment.parser(__doc__.splitlines()[0], repeated=False)
+    add_workload_options(p)
+    p.add_argument("--warmup", type=experiment.non_negative_int, default=1,
+                   help="untimed forward passes in each process before measuring, the "
+                        "document's commented-out warm-up (default: 1)")
+    p.add_argument("--repeats", type=experiment.positive_int, default=5,
+                   help="fresh processes per mode; every one is kept (default: 5)")
+    return p
+
+
+def child_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description="one run of one mode (used by this script itself)")
+    p.add_argument("--child", choices=MODES, required=True)
+    p.add_argument("--result", required=True, help="JSON file for the run's figures")
+    p.add_argument("--threads", type=experiment.positive_int, required=True)
+    p.add_argument("--warmup", type=experiment.non_negative_int, required=True)
+    add_workload_options(p)
+    args = p.parse_args(argv)
+    provenance.set_threads(args.threads)
+    write_json(args.result, train(args.child, args))
+    return 0
+
+
+if __name__ == "__main__":
+    if "--child" in sys.argv[1:]:
+        sys.exit(child_main(sys.argv[1:]))
+    sys.exit(experiment.main("async_memory", "pytorch", build_parser(), body))

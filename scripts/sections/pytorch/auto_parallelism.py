@@ -1,0 +1,201 @@
+"""Automatic parallelism, in PyTorch (seeds/000: CPU和GPU的并行计算, 计算和通信的并行计算).
+
+The PyTorch twin of sections/mxnet/auto_parallelism.py, with the same case names, and
+the variant of d2l's PyTorch edition (chapter_computational-performance/
+auto-parallelism.md) on two GPUs. In the document's order:
+1. CPU和GPU的并行计算: ``run(x_cpu)`` alone (``cpu_only``), ``run(x_gpu)`` alone
+   (``gpu_only``), then both (``cpu_and_gpu``). PyTorch runs CPU ops to their end before
+   returning and only queues GPU kernels, so the GPU's work is issued first: it runs
+   while the CPU computes. (The document issued the CPU's first: MXNet's engine queues
+   both.) Together they should take about as long as the slower one alone;
+2. 计算和通信的并行计算: the products alone (``gpu_compute``), copying them to pinned host
+   buffers with ``non_blocking=True`` (``copy_to_cpu``), then both (``compute_and_copy``,
+   the book's code: copies on the same CUDA stream as the products, so each waits for
+   all products queued before it), and the copies on a stream of their own, each
+   waiting only for its own product (``compute_and_copy_streams``: the overlap MXNet's
+   separate copy queue gave the document);
+3. the book's current variant, where there are two GPUs: 50 products of 4000x4000 on
+   each GPU alone (``gpu1_only``, ``gpu2_only``), then on both (``gpu1_and_gpu2``).
+
+The cases of each block are compared round by round (timing.compare), every timing
+ending in d2lperf.torch.sync (every GPU) before the clock stops; each block warms up
+first (the document's 预热).
+
+Without a GPU, ``--on cpu`` runs the GPU half on the CPU, as a code path: with one CPU
+device and eager ops there is nothing to overlap (the products run one after the
+other), pinned memory and CUDA streams do not apply (plain copies; no
+``compute_and_copy_streams``). ``--on gpu`` on a machine without one records the section
+as skipped.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
+
+import argparse  # noqa: E402
+
+from d2lperf import devices as device_options  # noqa: E402
+from d2lperf import experiment, show, timing, workloads  # noqa: E402
+from d2lperf import torch as d2l  # noqa: E402
+from d2lperf.results import Recorder  # noqa: E402
+
+SEED = 0
+
+
+def run(x, dots: int = 10):
+    return [x.mm(x) for _ in range(dots)]
+
+
+def compare(args: argparse.Namespace, rec: Recorder, cases, flops: dict[str, float],
+            where: dict[str, str]) -> None:
+    """Time the cases round by round, record them, note the achieved GFLOP/s."""
+    samples = timing.compare(cases, d2l.sync, warmup=args.warmup, rounds=args.rounds,
+                             seed=args.seed, process=args.process)
+    for case in cases:
+        rec.timings([s for s in samples if s.case == case], devices=where[case])
+    medians = show.medians(samples)
+    for case, amount in flops.items():
+        rec.notes.setdefault("gflops", {})[case] = round(amount / medians[case] / 1e9, 3)
+
+
+def cpu_and_gpu_parallel(args: argparse.Namespace, rec: Recorder, x_cpu, x_gpu) -> None:
+    """CPU和GPU的并行计算."""
+    cpu, gpu = str(x_cpu.device), str(x_gpu.device)
+
+    def run_on_both():
+        run(x_gpu, args.dots)  # queued: returns once the kernels are launched
+        run(x_cpu, args.dots)  # runs here, while the GPU computes
+
+    cpu_flops = workloads.dot_gflop(args.cpu_size, args.dots) * 1e9
+    gpu_flops = workloads.dot_gflop(args.gpu_size, args.dots) * 1e9
+    compare(args, rec,
+            {"cpu_only": lambda: run(x_cpu, args.dots), "gpu_only": lambda: run(x_gpu, args.dots),
+             "cpu_and_gpu": run_on_both},
+            {"cpu_only": cpu_flops, "gpu_only": gpu_flops, "cpu_and_gpu": cpu_flops + gpu_flops},
+            {"cpu_only": cpu, "gpu_only": gpu, "cpu_and_gpu": f"{cpu},{gpu}"})
+
+
+def host_buffers(x_gpu, count: int) -> list:
+    """Where the products are copied to: pinned (page-locked) host memory on a GPU, so
+    that ``non_blocking`` copies are truly asynchronous; plain memory on the CPU stand-in."""
+    import torch
+
+    pinned = d2l.is_cuda(x_gpu.device)
+    return [torch.empty(x_gpu.shape, dtype=x_gpu.dtype, pin_memory=pinned)
+            for _ in range(count)]
+
+
+def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder,
+                                       x_gpu) -> None:
+    """计算和通信的并行计算."""
+    import torch
+
+    gpu = str(x_gpu.device)
+    host = host_buffers(x_gpu, args.dots)
+    y = run(x_gpu, args.dots)  # copy_to_cpu copies products computed before it
+
+    def compute():
+        y[:] = run(x_gpu, args.dots)
+
+    def copy_to_cpu():
+        for h, product in zip(host, y):
+            h.copy_(product, non_blocking=True)
+
+    def compute_and_copy():  # the book's: one stream
+        products = run(x_gpu, args.dots)
+        for h, product in zip(host, products):
+            h.copy_(product, non_blocking=True)
+
+    cases = {"gpu_compute": compute, "copy_to_cpu": copy_to_cpu,
+             "compute_and_copy": compute_and_copy}
+    where = {"gpu_compute": gpu, "copy_to_cpu": f"{gpu},cpu", "compute_and_copy": f"{gpu},cpu"}
+    if d2l.is_cuda(x_gpu.device):
+        copy_stream = torch.cuda.Stream(x_gpu.device)
+
+        def compute_and_copy_streams():
+            for h in host:
+                product = x_gpu.mm(x_gpu)
+                ready = torch.cuda.Event()
+                ready.record()  # on the compute stream, after this product
+                with torch.cuda.stream(copy_stream):
+                    copy_stream.wait_event(ready)
+                    h.copy_(product, non_blocking=True)
+                product.record_stream(copy_stream)  # not reused before its copy is done
+
+        cases["compute_and_copy_streams"] = compute_and_copy_streams
+        where["compute_and_copy_streams"] = f"{gpu},cpu"
+    else:
+        rec.notes["compute_and_copy_streams"] = "not run: CUDA streams need a GPU"
+    gpu_flops = workloads.dot_gflop(args.gpu_size, args.dots) * 1e9
+    compare(args, rec, cases, {"gpu_compute": gpu_flops}, where)
+    copied = args.dots * args.gpu_size**2 * workloads.FLOAT32_BYTES
+    rec.notes["copy_to_cpu_bytes"] = copied
+
+
+def two_gpus(args: argparse.Namespace, rec: Recorder) -> None:
+    """The book's PyTorch variant: the same products on two GPUs, alone and together."""
+    import torch
+
+    gpus = d2l.devices("gpu", 2)
+    x_gpu1 = torch.rand(size=(args.pair_size, args.pair_size), device=gpus[0])
+    x_gpu2 = torch.rand(size=(args.pair_size, args.pair_size), device=gpus[1])
+
+    def both():
+        run(x_gpu1, args.pair_dots)
+        run(x_gpu2, args.pair_dots)
+
+    flops = workloads.dot_gflop(args.pair_size, args.pair_dots) * 1e9
+    names = [str(g) for g in gpus]
+    compare(args, rec,
+            {"gpu1_only": lambda: run(x_gpu1, args.pair_dots),
+             "gpu2_only": lambda: run(x_gpu2, args.pair_dots), "gpu1_and_gpu2": both},
+            {"gpu1_only": flops, "gpu2_only": flops, "gpu1_and_gpu2": 2 * flops},
+            {"gpu1_only": names[0], "gpu2_only": names[1], "gpu1_and_gpu2": ",".join(names)})
+
+
+def body(args: argparse.Namespace, rec: Recorder) -> None:
+    import torch
+
+    gpu = d2l.devices(args.on, 1)[0]  # first, so that a skipped run has done no work
+    d2l.seed(SEED)
+    x_cpu = torch.rand(size=(args.cpu_size, args.cpu_size))
+    x_gpu = torch.rand(size=(args.gpu_size, args.gpu_size), device=gpu)
+    rec.notes["gpu_device"] = str(gpu)
+    rec.notes["matrix_sizes"] = {"x_cpu": list(x_cpu.shape), "x_gpu": list(x_gpu.shape)}
+    rec.notes["gflops_basis"] = "2 n^3 flop per x.mm(x), over the case's median time"
+    rec.notes["issue_order"] = ("cpu_and_gpu queues the GPU's products first, then computes "
+                                "the CPU's: PyTorch's CPU ops return only when done")
+    if not d2l.is_cuda(gpu):
+        rec.notes["stand_in"] = (
+            "the CPU stands in for gpu(0): both halves run on one device, one op after the "
+            "other, so nothing overlaps; copies are plain CPU copies")
+    cpu_and_gpu_parallel(args, rec, x_cpu, x_gpu)
+    compute_and_communication_parallel(args, rec, x_gpu)
+    if d2l.is_cuda(gpu) and torch.cuda.device_count() >= 2:
+        two_gpus(args, rec)
+    else:
+        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        rec.notes["two_gpus"] = f"not run: the book's two-GPU variant needs 2 GPUs, found {found}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = experiment.parser(__doc__.splitlines()[0])
+    p.add_argument("--cpu-size", type=experiment.positive_int, default=2000,
+                   help="x_cpu is cpu-size x cpu-size (document: 2000)")
+    p.add_argument("--gpu-size", type=experiment.positive_int, default=6000,
+                   help="x_gpu is gpu-size x gpu-size (document: 6000)")
+    p.add_argument("--dots", type=experiment.positive_int, default=10,
+                   help="x.mm(x) products per run(x) (document: 10)")
+    p.add_argument("--pair-size", type=experiment.positive_int, default=4000,
+                   help="matrix side of the two-GPU variant (d2l's PyTorch edition: 4000)")
+    p.add_argument("--pair-dots", type=experiment.positive_int, default=50,
+                   help="products per GPU in the two-GPU variant (d2l's PyTorch edition: 50)")
+    device_options.add_argument(p)
+    return p
+
+
+if __name__ == "__main__":
+    sys.exit(experiment.main("auto_parallelism", "pytorch", build_parser(), body))
