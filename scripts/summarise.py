@@ -55,7 +55,8 @@ def summary_table(runs: dict[str, dict], samples: pd.DataFrame, reference: pd.Da
     table["ratio"] = table["median"] / table["document_value"]
     table["status"] = [runs.get(e, {}).get("status", "missing") for e in table["experiment"]]
     table = add_rates(table, runs)
-    columns = ["document", "variant", "section", "experiment", "case", "metric", "epoch", "unit",
+    columns = ["document", "variant", "section", "framework", "experiment", "case", "metric",
+               "epoch", "unit",
                "devices", "label", "document_printed", "document_value", "count", "min",
                "q1", "median", "q3", "max", "iqr", "mean", "stddev", "ci_low", "ci_high",
                "outliers", "noisy", "ratio", "achieved", "achieved_unit", "ceiling", "ceiling_case",
@@ -140,6 +141,17 @@ def outputs_verdict(outputs: pd.DataFrame) -> claims.Verdict:
                           "all", verdict, evidence, "each output's own rule (outputs table)")
 
 
+def positive_fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") \
+            from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
+    return value
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", required=True, type=Path, nargs="+",
@@ -149,6 +161,8 @@ def main() -> int:
     p.add_argument("--summary", required=True)
     p.add_argument("--outputs", required=True)
     p.add_argument("--verdicts", required=True)
+    p.add_argument("--band", type=positive_fraction, default=claims.DEFAULT_BAND,
+                   help="practical band of the ratio verdicts: 1 +- band (default: 0.05)")
     args = p.parse_args()
     try:
         reference = load_reference(args.reference)
@@ -158,7 +172,7 @@ def main() -> int:
         return 1
     summary = summary_table(runs, samples, reference)
     outputs = outputs_table(runs, reference)
-    verdicts = claims.as_frame(claims.judge(summary, runs, reference)
+    verdicts = claims.as_frame(claims.judge(summary, runs, reference, samples, band=args.band)
                                + [outputs_verdict(outputs)])
     summary.to_csv(args.summary, index=False)
     outputs.to_csv(args.outputs, index=False)

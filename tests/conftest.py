@@ -109,3 +109,7 @@ def samples_by_case(rows: list[dict[str, str]]) -> dict[str, list[float]]:
     for row in rows:
         samples.setdefault(row["case"], []).append(float(row["value"]))
     return samples
+
+
+# What a section's run record holds beyond its own options when it ran in one process.
+SINGLE_PROCESS = {"processes": 1, "seed": 0, "probe_seconds": 0.2}

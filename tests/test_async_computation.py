@@ -5,7 +5,7 @@ queueing by far, small enough for seconds)."""
 
 import pytest
 
-from conftest import read_rows, read_run, run_script, run_section, samples_by_case
+from conftest import SINGLE_PROCESS, read_rows, read_run, run_script, run_section, samples_by_case
 from d2lperf.stats import Stats
 
 CASES = ["dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read", "dot_waitall",
@@ -15,7 +15,8 @@ CASES = ["dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read"
 @pytest.fixture(scope="module")
 def async_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("async_computation")
-    done = run_section(experiment_python, "async_computation.py", out, "--size", "500",
+    done = run_section(experiment_python, "sections/mxnet/async_computation.py", out,
+                       "--size", "500",
                        "--loop-iterations", "20", "--warmup", "1", "--repeats", "3",
                        "--threads", "1")
     assert done.returncode == 0, done.stderr
@@ -25,10 +26,13 @@ def async_run(tmp_path_factory, experiment_python):
 
 def test_every_case_and_repeat_is_a_row(async_run):
     rows, samples, _, stdout = async_run
-    assert list(samples) == CASES
+    assert sorted(samples) == sorted(CASES)
     assert all(len(values) == 3 for values in samples.values())
     assert {(row["metric"], row["unit"]) for row in rows} == {("time", "s")}
-    assert [int(row["repeat"]) for row in rows] == [0, 1, 2] * len(CASES)
+    assert sorted(int(row["repeat"]) for row in rows) == sorted([0, 1, 2] * len(CASES))
+    # queued and finished are two steps of one run: they share their round and position
+    steps = {(r["repeat"], r["position"]) for r in rows if r["case"].startswith("dot_sum_")}
+    assert len(steps) == 3
     assert all(value > 0 for values in samples.values() for value in values)
     assert all(f"{case}: median" in stdout for case in CASES)
 
@@ -52,8 +56,8 @@ def test_printed_sum_is_reproduced(async_run):
 def test_run_record_says_how_it_ran(async_run):
     _, _, run, _ = async_run
     assert run["status"] == "ok"
-    assert run["parameters"] == {"threads": 1, "warmup": 1, "repeats": 3, "size": 500,
-                                 "loop_iterations": 20}
+    assert run["parameters"] == {**SINGLE_PROCESS, "threads": 1, "warmup": 1, "repeats": 3,
+                                 "size": 500, "loop_iterations": 20}
     assert run["threads"]["OMP_NUM_THREADS"] == "1"
     assert run["mxnet"]["version"] == "1.9.1"
     assert "queue" in run["notes"]["dot_no_sync"]
@@ -61,7 +65,7 @@ def test_run_record_says_how_it_ran(async_run):
 
 
 def test_rejects_zero_size(experiment_python):
-    done = run_script(experiment_python, "async_computation.py", "--size", "0",
+    done = run_script(experiment_python, "sections/mxnet/async_computation.py", "--size", "0",
                       "--csv", "x", "--sidecar", "y")
     assert done.returncode == 2
     assert "--size: must be a positive integer, got 0" in done.stderr

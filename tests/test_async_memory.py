@@ -69,7 +69,7 @@ CASES = [f"{mode}_{figure}" for mode in MODES
 @pytest.fixture(scope="module")
 def memory_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("async_memory")
-    done = run_section(experiment_python, "async_memory.py", out, "--batches", "4",
+    done = run_section(experiment_python, "sections/mxnet/async_memory.py", out, "--batches", "4",
                        "--batch-size", "64", "--report-every", "2", "--warmup", "1",
                        "--repeats", "2", "--threads", "1")
     assert done.returncode == 0, done.stderr
@@ -126,7 +126,7 @@ def test_run_record_says_how_it_ran(memory_run):
     (["--batches", "4", "--report-every", "5"], "--report-every (5) must not exceed --batches (4)"),
 ])
 def test_rejects_bad_options(experiment_python, tmp_path, args, message):
-    done = run_script(experiment_python, "async_memory.py", *args,
+    done = run_script(experiment_python, "sections/mxnet/async_memory.py", *args,
                       "--csv", str(tmp_path / "x.csv"), "--sidecar", str(tmp_path / "y.json"))
     assert done.returncode == 2
     assert message in done.stderr

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import read_rows, run_section
+from conftest import SINGLE_PROCESS, read_rows, run_section
 
 SMALL = ("--cpu-size", "100", "--gpu-size", "150", "--dots", "3",
          "--warmup", "1", "--repeats", "2")
@@ -22,7 +22,7 @@ TIMEOUT = 120
 
 
 def run(python, out, *args):
-    return run_section(python, "auto_parallelism.py", out, *args, timeout=TIMEOUT)
+    return run_section(python, "sections/mxnet/auto_parallelism.py", out, *args, timeout=TIMEOUT)
 
 
 rows = read_rows
@@ -39,17 +39,19 @@ def on_cpu(tmp_path_factory, experiment_python):
 def test_every_repeat_of_every_case_is_a_row_naming_its_devices(on_cpu):
     out, _, _ = on_cpu
     table = rows(out)
-    assert [(r["experiment"], r["case"], r["metric"], r["unit"], r["repeat"], r["devices"])
-            for r in table] == [("auto_parallelism", case, "time", "s", str(repeat), where)
-                                for case, where in CASES.items() for repeat in range(2)]
+    assert sorted((r["experiment"], r["case"], r["metric"], r["unit"], r["repeat"], r["devices"])
+                  for r in table) == sorted(("auto_parallelism", case, "time", "s", str(repeat),
+                                             where)
+                                            for case, where in CASES.items() for repeat in range(2))
     assert all(float(r["value"]) > 0 for r in table)
 
 
 def test_run_record_says_what_stood_in_for_the_gpu(on_cpu):
     _, run_record, _ = on_cpu
     assert run_record["status"] == "ok"
-    assert run_record["parameters"] == {"threads": 1, "warmup": 1, "repeats": 2, "cpu_size": 100,
-                                        "gpu_size": 150, "dots": 3, "on": "cpu"}
+    assert run_record["parameters"] == {**SINGLE_PROCESS, "threads": 1, "warmup": 1,
+                                        "repeats": 2, "cpu_size": 100, "gpu_size": 150,
+                                        "dots": 3, "on": "cpu"}
     notes = run_record["notes"]
     assert notes["gpu_context"] == "cpu(1)"
     assert "cpu(1) stands in for gpu(0)" in notes["stand_in"]
@@ -79,7 +81,7 @@ def test_without_a_gpu_the_section_is_skipped(tmp_path, experiment_python):
     assert run_record["reason"] == "needs 1 GPU, found 0"
     assert rows(tmp_path) == []
     assert (tmp_path / "samples.csv").read_text() == (
-        "experiment,case,metric,unit,repeat,value,epoch,devices\n")
+        "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n")
     assert "auto_parallelism: skipped: needs 1 GPU, found 0" in done.stdout
 
 

@@ -77,7 +77,7 @@ def test_a_blas_that_computes_something_else_is_refused(tmp_path, experiment_pyt
     wrong = tmp_path / "wrong.npz"
     np.savez(wrong, x=stored["x"], dot=stored["dot"] * 1.001)
     out = tmp_path / "run"
-    done = run_script(experiment_python, "async_computation.py", "--size", "100",
+    done = run_script(experiment_python, "sections/mxnet/async_computation.py", "--size", "100",
                       "--loop-iterations", "2", "--repeats", "1", "--threads", "1",
                       "--blas-reference", str(wrong), "--csv", str(out / "samples.csv"),
                       "--sidecar", str(out / "run.json"))

@@ -1,74 +1,146 @@
-"""The chapter's claims decide by their stated rules, on hand-made summaries."""
+"""The chapter's claims and the measurement checks decide by their stated rules, on
+hand-made raw samples."""
 
 import pandas as pd
 
 from conftest import REPO
 from d2lperf import claims
-from d2lperf.stats import Stats
-from d2lperf.tables import load_reference
+from d2lperf.tables import load_reference, summarise_samples
 
 REFERENCE = load_reference(REPO / "report/reference.csv")
 OK = {"status": "ok"}
 
 
-def summary(*cases):
-    """cases: (experiment, case, metric, epoch, samples, devices)."""
-    rows = []
-    for experiment, case, metric, epoch, samples, devices in cases:
-        rows.append({"experiment": experiment, "case": case, "metric": metric, "epoch": epoch,
-                     "devices": devices, **Stats(samples).as_dict()})
-    return pd.DataFrame(rows)
+def rows(experiment, case, by_process, metric="time", epoch=None, devices="", positions=None):
+    """Raw sample rows: by_process is {process: [values]} (or a plain list: process 0)."""
+    if not isinstance(by_process, dict):
+        by_process = {0: by_process}
+    out = []
+    for process, values in by_process.items():
+        for repeat, value in enumerate(values):
+            position = "" if positions is None else positions(process, repeat)
+            out.append({"experiment": experiment, "framework": "mxnet", "case": case,
+                        "metric": metric, "unit": "s", "process": process, "repeat": repeat,
+                        "position": position, "value": value, "epoch": epoch,
+                        "devices": devices})
+    return out
 
 
-def verdicts(frame, runs):
-    return {v.name: v for v in claims.judge(frame, runs, REFERENCE)}
+def frame(*cases):
+    samples = pd.DataFrame([r for case in cases for r in case])
+    samples["epoch"] = samples["epoch"].astype("Int64")
+    return samples
 
 
-def timing(experiment, case, samples, devices=""):
-    return (experiment, case, "time", None, samples, devices)
+def verdicts(samples, runs, band=0.05):
+    summary = summarise_samples(samples)
+    return {v.name: v for v in claims.judge(summary, runs, REFERENCE, samples, band=band)}
 
 
-def test_hybridize_holds_fails_or_is_inconclusive():
+def test_hybridize_faster_by_the_ratio_interval_against_the_band():
     runs = {"hybridize": OK}
-    clear = summary(timing("hybridize", "mlp_before_hybridize", [0.40, 0.41, 0.42, 0.40, 0.41]),
-                    timing("hybridize", "mlp_after_hybridize", [0.20, 0.21, 0.22, 0.20, 0.21]))
+    before = {p: [0.40, 0.41, 0.42] for p in range(4)}
+    clear = frame(rows("hybridize", "mlp_before_hybridize", before),
+                  rows("hybridize", "mlp_after_hybridize", {p: [0.20, 0.21, 0.20] for p in
+                                                            range(4)}))
     v = verdicts(clear, runs)["hybridize_speeds_up_mlp"]
-    assert v.verdict == "holds" and "1.95×" in v.evidence and "n = 5 and 5" in v.evidence
-    few = summary(timing("hybridize", "mlp_before_hybridize", [0.40, 0.41]),
-                  timing("hybridize", "mlp_after_hybridize", [0.20, 0.21]))
-    assert verdicts(few, runs)["hybridize_speeds_up_mlp"].verdict == "inconclusive"
-    reverse = summary(timing("hybridize", "mlp_before_hybridize", [0.1, 0.1, 0.1]),
-                      timing("hybridize", "mlp_after_hybridize", [0.2, 0.2, 0.2]))
+    assert v.verdict == "holds" and v.effect == "faster", v.evidence
+    assert v.evidence.startswith("after/before 0.488 [") and "2.05×" in v.evidence
+    assert v.ratio_low <= v.ratio <= v.ratio_high < 0.95
+    same = frame(rows("hybridize", "mlp_before_hybridize", before),
+                 rows("hybridize", "mlp_after_hybridize", before))
+    v = verdicts(same, runs)["hybridize_speeds_up_mlp"]
+    assert (v.verdict, v.effect) == ("does not hold", "no meaningful difference")
+    reverse = frame(rows("hybridize", "mlp_before_hybridize", [0.1, 0.1, 0.1]),
+                    rows("hybridize", "mlp_after_hybridize", [0.2, 0.2, 0.2]))
     assert verdicts(reverse, runs)["hybridize_speeds_up_mlp"].verdict == "does not hold"
-    overlapping = summary(timing("hybridize", "mlp_before_hybridize", [0.1, 0.3, 0.2]),
-                          timing("hybridize", "mlp_after_hybridize", [0.15, 0.25, 0.2]))
-    assert verdicts(overlapping, runs)["hybridize_speeds_up_mlp"].verdict == "inconclusive"
+    straddling = frame(rows("hybridize", "mlp_before_hybridize", [0.1, 0.3, 0.2, 0.25]),
+                       rows("hybridize", "mlp_after_hybridize", [0.15, 0.25, 0.2, 0.3]))
+    assert verdicts(straddling, runs)["hybridize_speeds_up_mlp"].verdict == "inconclusive"
+    few = frame(rows("hybridize", "mlp_before_hybridize", [0.40, 0.41]),
+                rows("hybridize", "mlp_after_hybridize", [0.20, 0.21]))
+    assert verdicts(few, runs)["hybridize_speeds_up_mlp"].verdict == "inconclusive"
 
 
-def test_overlap_rule():
+def test_a_wider_band_turns_a_small_effect_into_no_meaningful_difference():
+    runs = {"async_computation": OK}
+    loops = frame(rows("async_computation", "add_loop_synchronous", [1.10, 1.11, 1.10, 1.12]),
+                  rows("async_computation", "add_loop_asynchronous", [1.0, 1.01, 1.0, 1.02]))
+    assert verdicts(loops, runs, band=0.05)["sync_call_slows_loop"].verdict == "holds"
+    v = verdicts(loops, runs, band=0.2)["sync_call_slows_loop"]
+    assert (v.verdict, v.effect) == ("does not hold", "no meaningful difference")
+
+
+def test_overlap_rule_on_the_hidden_share():
     runs = {"auto_parallelism": OK}
-    parallel = summary(timing("auto_parallelism", "cpu_only", [0.84]),
-                       timing("auto_parallelism", "gpu_only", [0.53]),
-                       timing("auto_parallelism", "cpu_and_gpu", [0.85], "cpu(0),gpu(0)"))
+    parallel = frame(rows("auto_parallelism", "cpu_only", [0.84, 0.85, 0.84]),
+                     rows("auto_parallelism", "gpu_only", [0.53, 0.53, 0.54]),
+                     rows("auto_parallelism", "cpu_and_gpu", [0.85, 0.86, 0.85]))
     v = verdicts(parallel, runs)["cpu_gpu_overlap"]
-    assert v.verdict == "holds" and "98% of the shorter one overlapped" in v.evidence
-    serial = summary(timing("auto_parallelism", "cpu_only", [0.5]),
-                     timing("auto_parallelism", "gpu_only", [0.5]),
-                     timing("auto_parallelism", "cpu_and_gpu", [0.95]))
+    assert v.verdict == "holds" and "hidden share of the shorter 98%" in v.evidence, v.evidence
+    serial = frame(rows("auto_parallelism", "cpu_only", [0.5, 0.5, 0.5]),
+                   rows("auto_parallelism", "gpu_only", [0.5, 0.5, 0.5]),
+                   rows("auto_parallelism", "cpu_and_gpu", [0.95, 0.96, 0.95]))
     assert verdicts(serial, runs)["cpu_gpu_overlap"].verdict == "does not hold"
 
 
-def test_small_ops_claim_is_the_opposite_overlap():
+def test_small_ops_gain_nothing_when_together_is_the_sum():
     runs = {"small_ops_parallel": OK}
-    documents = summary(timing("small_ops_parallel", "generate_x", [0.0628]),
-                        timing("small_ops_parallel", "generate_y", [0.0628]),
-                        timing("small_ops_parallel", "generate_x_and_y", [0.1302]))
-    assert verdicts(documents, runs)["small_ops_no_overlap"].verdict == "holds"
+    documents = frame(rows("small_ops_parallel", "generate_x", [0.0628] * 3),
+                      rows("small_ops_parallel", "generate_y", [0.0628] * 3),
+                      rows("small_ops_parallel", "generate_x_and_y", [0.1302] * 3))
+    v = verdicts(documents, runs)
+    assert v["small_ops_no_overlap"].verdict == "holds", v["small_ops_no_overlap"].evidence
+    overlapped = frame(rows("small_ops_parallel", "generate_x", [0.06] * 3),
+                       rows("small_ops_parallel", "generate_y", [0.06] * 3),
+                       rows("small_ops_parallel", "generate_x_and_y", [0.07] * 3))
+    assert verdicts(overlapped, runs)["small_ops_no_overlap"].verdict == "does not hold"
+
+
+def test_aa_pair_states_how_far_apart_identical_work_is_measured():
+    runs = {"small_ops_parallel": OK}
+    alike = frame(rows("small_ops_parallel", "generate_x", {p: [1.0, 1.01, 0.99] for p in
+                                                              range(4)}),
+                  rows("small_ops_parallel", "generate_y", {p: [1.005, 1.0, 0.995] for p in
+                                                              range(4)}))
+    v = verdicts(alike, runs)["aa_small_ops"]
+    assert v.kind == "check" and v.verdict == "holds", v.evidence
+    assert v.evidence.startswith("identical work measured 0.")
+    apart = frame(rows("small_ops_parallel", "generate_x", [1.0, 1.0, 1.0]),
+                  rows("small_ops_parallel", "generate_y", [1.5, 1.5, 1.5]))
+    v = verdicts(apart, runs)["aa_small_ops"]
+    assert v.verdict == "does not hold" and "50.0% apart" in v.evidence
+
+
+def test_first_position_effect_from_the_recorded_positions():
+    runs = {"hybridize": OK}
+
+    def lead_slow(process, repeat):  # case a leads even processes, b odd ones
+        return 0 if repeat == 0 else 1
+
+    # every case's round-0 sample leads its process and is 30% slower
+    a = rows("hybridize", "mlp_before_hybridize", {p: [1.3, 1.0, 1.0] for p in (0, 2, 4)},
+             positions=lead_slow)
+    b = rows("hybridize", "mlp_after_hybridize", {p: [0.65, 0.5, 0.5] for p in (1, 3, 5)},
+             positions=lead_slow)
+    v = verdicts(frame(a, b), runs)["first_position_effect"]
+    assert v.verdict == "does not hold" and v.ratio == 1.3 and "+30.0%" in v.evidence
+
+
+def test_steadiness_check_flags_a_moving_probe():
+    steady = {"probe_before_s": 0.2, "probe_after_s": 0.2, "probe_moved": 0.0,
+              "steal_share": 0.0, "flags": []}
+    moved = {**steady, "probe_moved": 0.3, "flags": ["the CPU probe moved +30%"]}
+    samples = frame(rows("hybridize", "x", [1.0]))
+    v = verdicts(samples, {"hybridize": {**OK, "steadiness": steady}})["machine_steadiness"]
+    assert v.verdict == "holds" and "0 of 1 sections flagged" in v.evidence
+    v = verdicts(samples, {"hybridize": {**OK, "steadiness": moved}})["machine_steadiness"]
+    assert v.verdict == "does not hold" and "hybridize: the CPU probe moved +30%" in v.evidence
 
 
 def test_skipped_section_is_not_applicable_with_its_reason():
     runs = {"multi_gpu_gluon": {"status": "skipped", "reason": "needs 2 GPUs, found 0"}}
-    v = verdicts(summary(timing("hybridize", "x", [1.0])), runs)
+    v = verdicts(frame(rows("hybridize", "x", [1.0])), runs)
     assert v["two_devices_speed_up_resnet"].verdict == "not applicable"
     assert "needs 2 GPUs, found 0" in v["two_devices_speed_up_resnet"].evidence
     assert v["resnet_accuracy_as_documented"].verdict == "not applicable"
@@ -77,15 +149,15 @@ def test_skipped_section_is_not_applicable_with_its_reason():
 
 def test_accuracy_after_the_documents_epochs():
     runs = {"multi_gpu_scratch": OK}
-    acc = [("multi_gpu_scratch", "lenet_1_device", "accuracy", 4, [0.78], "cpu(0)"),
-           ("multi_gpu_scratch", "lenet_2_devices", "accuracy", 4, [0.70], "cpu(0),cpu(1)")]
-    v = verdicts(summary(*acc), runs)["lenet_accuracy_as_documented"]
+    acc = [rows("multi_gpu_scratch", "lenet_1_device", [0.78], "accuracy", 4, "cpu(0)"),
+           rows("multi_gpu_scratch", "lenet_2_devices", [0.70], "accuracy", 4, "cpu(0),cpu(1)")]
+    v = verdicts(frame(*acc), runs)["lenet_accuracy_as_documented"]
     assert v.verdict == "holds", v.evidence
     assert "lenet_1_device: 0.78 after epoch 4 vs document 0.76 (+0.02)" in v.evidence
-    worse = [acc[0], ("multi_gpu_scratch", "lenet_2_devices", "accuracy", 4, [0.5], "cpu(0)")]
-    assert verdicts(summary(*worse), runs)["lenet_accuracy_as_documented"].verdict == (
+    worse = [acc[0], rows("multi_gpu_scratch", "lenet_2_devices", [0.5], "accuracy", 4)]
+    assert verdicts(frame(*worse), runs)["lenet_accuracy_as_documented"].verdict == (
         "does not hold")
-    short = [("multi_gpu_scratch", "lenet_1_device", "accuracy", 1, [0.5], "cpu(0)")]
-    v = verdicts(summary(*short), runs)["lenet_accuracy_as_documented"]
+    short = [rows("multi_gpu_scratch", "lenet_1_device", [0.5], "accuracy", 1, "cpu(0)")]
+    v = verdicts(frame(*short), runs)["lenet_accuracy_as_documented"]
     assert v.verdict == "not applicable"
     assert "after epoch 4, this run ran 1" in v.evidence

@@ -1,5 +1,6 @@
 """The hybridize section, run for real in the experiment environment on a small workload."""
 
+import csv
 import json
 
 import pytest
@@ -10,21 +11,36 @@ from conftest import run_script
 @pytest.fixture(scope="module")
 def hybridize_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("hybridize")
-    done = run_script(experiment_python, "hybridize.py", "--forward-passes", "20",
-                      "--warmup", "1", "--repeats", "2", "--threads", "1",
+    done = run_script(experiment_python, "sections/mxnet/hybridize.py", "--forward-passes",
+                      "20", "--warmup", "1", "--repeats", "2", "--processes", "2",
+                      "--threads", "1", "--probe-seconds", "0.02",
                       "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json"),
                       "--export-dir", str(out / "model"))
     assert done.returncode == 0, done.stderr
     return out, json.loads((out / "run.json").read_text())
 
 
-def test_every_repeat_is_a_row(hybridize_run):
+CASES = ["mlp_after_hybridize", "mlp_before_hybridize", "mlp_before_hybridize_twin"]
+
+
+def test_every_round_of_every_process_is_a_row_with_its_position(hybridize_run):
     out, _ = hybridize_run
-    lines = (out / "samples.csv").read_text().splitlines()
-    assert lines[0] == "experiment,case,metric,unit,repeat,value,epoch,devices"
-    cases = [line.split(",")[1] for line in lines[1:]]
-    assert cases == ["mlp_before_hybridize"] * 2 + ["mlp_after_hybridize"] * 2
-    assert all(float(line.split(",")[5]) > 0 for line in lines[1:])
+    with open(out / "samples.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["experiment", "framework", "case", "metric", "unit", "process",
+                             "repeat", "position", "value", "epoch", "devices"]
+    assert {row["framework"] for row in rows} == {"mxnet"}
+    for process in ("0", "1"):
+        mine = [row for row in rows if row["process"] == process]
+        for repeat in ("0", "1"):  # each round times every case once, positions 0..2
+            in_round = [row for row in mine if row["repeat"] == repeat]
+            assert sorted(row["case"] for row in in_round) == CASES
+            assert sorted(row["position"] for row in in_round) == ["0", "1", "2"]
+    # the processes take turns at leading: a different case leads each one
+    leads = {row["process"]: row["case"] for row in rows
+             if row["repeat"] == "0" and row["position"] == "0"}
+    assert len(set(leads.values())) == 2
+    assert all(float(row["value"]) > 0 for row in rows)
 
 
 def test_documents_printed_outputs_are_reproduced(hybridize_run):
@@ -47,7 +63,13 @@ def test_run_record_says_how_it_ran(hybridize_run):
     out, run = hybridize_run
     assert run["status"] == "ok"
     assert run["parameters"] == {"threads": 1, "warmup": 1, "repeats": 2, "forward_passes": 20,
-                                 "export_dir": str(out / "model")}
+                                 "export_dir": str(out / "model"), "processes": 2, "seed": 0,
+                                 "probe_seconds": 0.02}
+    assert [p["status"] for p in run["processes"]] == ["ok", "ok"]
+    assert len({p["pid"] for p in run["processes"]}) == 2  # fresh processes
+    steady = run["steadiness"]
+    assert len(steady["before"]["probe_s"]) == len(steady["after"]["probe_s"]) == 5
+    assert steady["probe_before_s"] > 0 and isinstance(steady["flags"], list)
     assert run["threads"]["OMP_NUM_THREADS"] == "1"
     assert run["mxnet"]["version"] == "1.9.1"
     assert "OpenBLAS" in (run["mxnet"]["blas"] or {}).get("config", "")
@@ -56,7 +78,18 @@ def test_run_record_says_how_it_ran(hybridize_run):
 
 
 def test_rejects_zero_repeats(experiment_python, tmp_path):
-    done = run_script(experiment_python, "hybridize.py", "--repeats", "0", "--csv", "x",
-                      "--sidecar", "y", "--export-dir", str(tmp_path))
+    done = run_script(experiment_python, "sections/mxnet/hybridize.py", "--repeats", "0",
+                      "--csv", "x", "--sidecar", "y", "--export-dir", str(tmp_path))
     assert done.returncode == 2
     assert "--repeats: must be a positive integer, got 0" in done.stderr
+
+
+@pytest.mark.parametrize("option, value", [("--processes", "0"), ("--processes", "-2"),
+                                           ("--processes", "two"), ("--probe-seconds", "0"),
+                                           ("--probe-seconds", "-1"), ("--probe-seconds", "x"),
+                                           ("--seed", "-1")])
+def test_rejects_bad_processes_probe_and_seed(experiment_python, tmp_path, option, value):
+    done = run_script(experiment_python, "sections/mxnet/hybridize.py", option, value,
+                      "--csv", "x", "--sidecar", "y", "--export-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert f"argument {option}: must be" in done.stderr

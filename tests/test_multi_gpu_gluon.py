@@ -14,7 +14,7 @@ TINY = ("--on", "cpu", "--devices", "1", "2", "--batch-sizes", "16", "32",
 
 
 def run(python, out, *args):
-    return run_section(python, "multi_gpu_gluon.py", out, *args)
+    return run_section(python, "sections/mxnet/multi_gpu_gluon.py", out, *args)
 
 
 @pytest.fixture(scope="module")

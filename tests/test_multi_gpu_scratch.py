@@ -33,7 +33,7 @@ DOCUMENT = {
 
 
 def run(python, out, *args):
-    return run_section(python, "multi_gpu_scratch.py", out, *args)
+    return run_section(python, "sections/mxnet/multi_gpu_scratch.py", out, *args)
 
 
 rows = read_rows

@@ -1,8 +1,18 @@
 import math
 
+import numpy as np
 import pytest
 
-from d2lperf.stats import Stats
+from d2lperf.stats import (
+    FASTER,
+    SAME,
+    SLOWER,
+    UNSURE,
+    Stats,
+    bootstrap_medians,
+    classify,
+    ratio_interval,
+)
 
 
 def test_odd_count_hand_computed():
@@ -72,3 +82,54 @@ def test_bootstrap_interval_of_identical_samples_and_a_single_one():
 def test_noisy_over_ten_percent_relative_iqr():
     assert not Stats([1.0, 1.01, 1.02, 1.03]).noisy
     assert Stats([1.0, 1.2, 1.4, 1.6]).noisy
+
+
+# --- ratios of medians with a hierarchical bootstrap interval, and the band ---
+
+def test_ratio_interval_hand_computed_two_processes():
+    # a: process 0 always 1, process 1 always 3; b always 1. Resampled process pairs
+    # 00, 01, 10, 11 (1/4 each) give pooled medians 1, 2, 2, 3: the interval is 1..3.
+    ratio, low, high = ratio_interval({0: [1, 1], 1: [3, 3]}, {0: [1, 1], 1: [1, 1]})
+    assert (ratio, low, high) == (2.0, 1.0, 3.0)
+
+
+def test_ratio_interval_with_one_process_is_a_plain_bootstrap():
+    a = {0: [2.0, 2.0, 2.0, 2.0]}
+    b = {0: [1.0, 1.0, 1.0, 1.0]}
+    assert ratio_interval(a, b) == (2.0, 2.0, 2.0)
+    ratio, low, high = ratio_interval({0: [1.0, 1.1, 0.9, 1.0, 1.05]}, {0: [2.0] * 5})
+    assert ratio == 0.5 and 0.45 <= low <= 0.5 <= high <= 0.55
+
+
+def test_ratio_interval_is_repeatable_and_wider_when_processes_disagree():
+    steady = {p: [1.0, 1.01, 0.99] for p in range(4)}
+    moving = {p: [v * (1 + 0.2 * p) for v in (1.0, 1.01, 0.99)] for p in range(4)}
+    base = {p: [1.0, 1.0, 1.0] for p in range(4)}
+    assert ratio_interval(steady, base) == ratio_interval(steady, base)
+    _, low1, high1 = ratio_interval(steady, base)
+    _, low2, high2 = ratio_interval(moving, base)
+    assert high2 - low2 > 5 * (high1 - low1)
+
+
+def test_bootstrap_medians_shape_and_unequal_process_sizes():
+    medians = bootstrap_medians([{0: [1.0], 1: [2.0, 2.0, 2.0]}, {0: [1.0], 1: [1.0]}],
+                                resamples=500)
+    assert medians.shape == (500, 2)
+    assert set(np.unique(medians[:, 0])) <= {1.0, 1.5, 2.0}
+
+
+@pytest.mark.parametrize("low, high, expected", [
+    (0.40, 0.50, FASTER),        # wholly below the band
+    (1.10, 1.30, SLOWER),        # wholly above
+    (0.97, 1.04, SAME),          # wholly inside
+    (0.90, 1.02, UNSURE),        # straddles the lower edge
+    (0.99, 1.20, UNSURE),        # straddles the upper edge
+    (0.80, 1.20, UNSURE),        # covers the whole band
+])
+def test_classify_each_branch(low, high, expected):
+    assert classify(low, high, 0.05) == expected
+
+
+def test_classify_rejects_a_non_positive_band():
+    with pytest.raises(ValueError):
+        classify(0.9, 1.1, 0)

@@ -31,7 +31,9 @@ def test_every_section_ran_and_its_samples_match_the_schema(ci_run):
                              REPO / "workflow/schemas/samples.schema.yaml")
         assert len(frame) > 0, section
     hybridize = pd.read_csv(results / "hybridize/samples.csv")
-    assert len(hybridize) == 2 * 3  # two cases, three repeats in the CI preset
+    # three cases (one an A/A twin), three rounds in each of two processes (CI preset)
+    assert len(hybridize) == 3 * 3 * 2
+    assert sorted(hybridize["process"].unique()) == [0, 1]
 
 
 def test_report_shows_every_document_figure(ci_run):

@@ -1,26 +1,36 @@
 """The command line every section script shares, and the run record it writes.
 
 A section script defines its own arguments and a ``body(args, recorder)``; this
-module parses the common ones (output paths, threads, warm-up, repeats), pins the
-thread counts *before* MXNet is imported, runs the body and writes the tidy CSV
-and the JSON sidecar. A body that cannot run on this machine raises ``Skipped``;
-any other exception ends the process non-zero with its traceback in the log, and
-the rule's fallback (scripts/record_failure.py) records the failure.
+module parses the common ones (output paths, threads, warm-up, repeats, processes),
+pins the thread counts *before* the framework is imported, runs the body and
+writes the tidy CSV and the JSON sidecar. A body that cannot run on this machine
+raises ``Skipped``; any other exception ends the process non-zero with its
+traceback in the log, and the rule's fallback (scripts/record_failure.py) records
+the failure.
+
+With ``--processes P`` above 1 the script runs its body in P fresh processes, one
+after the other (DESIGN.md decision 10): this process, which never imports a
+framework, starts the same script again with ``--process i`` and merges their
+rows and run records. Machine steadiness is measured before and after, around
+all of them (``d2lperf.steadiness``).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import ctypes
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import provenance
-from d2lperf.results import Recorder, write_csv, write_json
+from d2lperf import provenance, steadiness
+from d2lperf.results import COLUMNS, Recorder, read_json, write_csv, write_json
 
 
 class Skipped(Exception):
@@ -31,17 +41,31 @@ class Refused(Skipped):
     """This section will not report figures: its BLAS computes something else."""
 
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+def _integer(text: str, lowest: int, wanted: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+    if value < lowest:
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {value}")
     return value
 
 
+def positive_int(text: str) -> int:
+    return _integer(text, 1, "a positive integer")
+
+
 def non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be zero or more, got {value}")
+    return _integer(text, 0, "zero or more")
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
 
 
@@ -53,14 +77,24 @@ def parser(description: str, *, repeated: bool = True) -> argparse.ArgumentParse
     out.add_argument("--sidecar", required=True, help="JSON run record to write")
     timing = p.add_argument_group("timing")
     timing.add_argument("--threads", type=positive_int, default=1,
-                        help="OpenMP/BLAS threads, set before MXNet loads (default: 1)")
+                        help="OpenMP/BLAS threads, set before the framework loads (default: 1)")
     timing.add_argument("--blas-reference", type=Path,
                         help="stock-BLAS dot to match before timing (runs on another BLAS)")
+    timing.add_argument("--probe-seconds", type=positive_float, default=0.2,
+                        help="length of the steadiness probe run before and after (default: 0.2)")
     if repeated:
         timing.add_argument("--warmup", type=non_negative_int, default=1,
-                            help="untimed runs before the timed ones (default: 1)")
+                            help="untimed runs of every case before the timed ones (default: 1)")
         timing.add_argument("--repeats", type=positive_int, default=5,
-                            help="timed runs per case; every one is kept (default: 5)")
+                            help="rounds per process: timed runs of every case, side by side; "
+                                 "every one is kept (default: 5)")
+        timing.add_argument("--processes", type=positive_int, default=1,
+                            help="fresh processes the rounds run in, one after the other "
+                                 "(default: 1)")
+        timing.add_argument("--seed", type=non_negative_int, default=0,
+                            help="seed of the shuffled order of the cases (default: 0)")
+        timing.add_argument("--process", type=non_negative_int, default=None,
+                            help=argparse.SUPPRESS)  # set for its children by --processes
     return p
 
 
@@ -139,20 +173,41 @@ def check_blas(reference: Path, record: dict[str, Any]) -> None:
 
 def main(
     experiment: str,
+    framework: str,
     arg_parser: argparse.ArgumentParser,
     body: Callable[[argparse.Namespace, Recorder], None],
     argv: Sequence[str] | None = None,
 ) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = arg_parser.parse_args(argv)
     provenance.set_threads(args.threads)
+    child = getattr(args, "process", None) is not None
+    before = None if child else steadiness.snapshot(args.probe_seconds)
+    if getattr(args, "processes", 1) > 1 and not child:
+        record, rows = _run_processes(experiment, args, argv)
+    else:
+        if hasattr(args, "processes"):
+            args.process = args.process or 0
+        record, rows = _run_body(experiment, framework, args, body)
+    if before is not None:
+        record["steadiness"] = steadiness.summary(before, steadiness.snapshot(args.probe_seconds))
+    write_csv(args.csv, rows)
+    write_json(args.sidecar, record)
+    return 0
+
+
+def _run_body(experiment: str, framework: str, args: argparse.Namespace,
+              body: Callable[[argparse.Namespace, Recorder], None]) -> tuple[dict, list]:
+    """Run the section in this process: its run record and its rows."""
     record: dict[str, Any] = {
         "experiment": experiment,
+        "framework": framework,
         "parameters": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-                       if k not in ("csv", "sidecar", "blas_reference")},
+                       if k not in ("csv", "sidecar", "blas_reference", "process")},
         "started": provenance.now(),
         **provenance.run_context(),
     }
-    recorder = Recorder(experiment)
+    recorder = Recorder(experiment, framework, getattr(args, "process", 0) or 0)
     clock = time.perf_counter()
     try:
         if args.blas_reference:
@@ -175,6 +230,42 @@ def main(
     )
     if "mxnet" in sys.modules:
         record["mxnet"] = mxnet_build()
-    write_csv(args.csv, recorder.rows)
-    write_json(args.sidecar, record)
-    return 0
+    return record, recorder.rows
+
+
+def _run_processes(experiment: str, args: argparse.Namespace,
+                   argv: list[str]) -> tuple[dict, list]:
+    """Run the section's body in ``args.processes`` fresh processes, one after the
+    other; the first one's record (parameters, outputs, build) is the section's,
+    with every process's own figures under ``processes``. A process that fails
+    ends the section non-zero: the rule records the failure."""
+    records, rows = [], []
+    with tempfile.TemporaryDirectory(prefix=f"{experiment}-processes-") as tmp:
+        for index in range(args.processes):
+            csv_path, sidecar = Path(tmp) / f"{index}.csv", Path(tmp) / f"{index}.json"
+            print(f"{experiment}: process {index + 1} of {args.processes}", flush=True)
+            # argparse keeps the last of a repeated option: these replace the outputs.
+            command = [sys.executable, sys.argv[0], *argv, "--process", str(index),
+                       "--csv", str(csv_path), "--sidecar", str(sidecar)]
+            done = subprocess.run(command, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"{experiment}: process {index} of {args.processes} "
+                                 f"failed with exit code {done.returncode}")
+            records.append(read_json(sidecar))
+            with open(csv_path, newline="", encoding="utf-8") as handle:
+                rows += list(csv.DictReader(handle))
+    record = dict(records[0])
+    statuses = {r["status"] for r in records}
+    if statuses != {"ok"}:
+        # Skipped in one process means skipped in all: the machine is the same.
+        record["status"] = next(s for s in ("refused", "skipped") if s in statuses)
+        rows = []
+    record["parameters"] = {**record["parameters"], "processes": args.processes}
+    record["processes"] = [
+        {key: r.get(key) for key in ("pid", "started", "finished", "wall_seconds",
+                                     "peak_rss_mb", "load_average_at_start",
+                                     "load_average_at_end", "status")}
+        for r in records]
+    record["started"], record["finished"] = records[0]["started"], records[-1]["finished"]
+    record["wall_seconds"] = round(sum(r["wall_seconds"] for r in records), 3)
+    return record, [{column: row.get(column, "") for column in COLUMNS} for row in rows]

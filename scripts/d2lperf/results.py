@@ -10,19 +10,32 @@ from __future__ import annotations
 import csv
 import json
 import os
+import statistics
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("experiment", "case", "metric", "unit", "repeat", "value", "epoch", "devices")
+from d2lperf.timing import Sample
+
+COLUMNS = ("experiment", "framework", "case", "metric", "unit", "process", "repeat", "position",
+           "value", "epoch", "devices")
+FRAMEWORKS = ("mxnet", "pytorch")
 
 
 class Recorder:
-    """Collects one experiment's samples, printed outputs and artifacts as it runs."""
+    """Collects one experiment's samples, printed outputs and artifacts as it runs.
 
-    def __init__(self, experiment: str) -> None:
+    ``process`` is the index of this process among the fresh processes a section
+    runs in (DESIGN.md decision 10); every row carries it.
+    """
+
+    def __init__(self, experiment: str, framework: str = "mxnet", process: int = 0) -> None:
+        if framework not in FRAMEWORKS:
+            raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
         self.experiment = experiment
+        self.framework = framework
+        self.process = process
         self.rows: list[dict[str, Any]] = []
         self.outputs: dict[str, dict[str, Any]] = {}
         self.artifacts: list[str] = []
@@ -38,20 +51,34 @@ class Recorder:
         epoch: int | None = None,
         devices: str | None = None,
     ) -> None:
-        """Record every raw sample of one case, numbered by repeat."""
+        """Record every raw sample of one case, numbered by repeat (values that were
+        not measured side by side with other cases: epochs, memory, rates)."""
         for repeat, value in enumerate(values):
-            self.rows.append(
-                {
-                    "experiment": self.experiment,
-                    "case": case,
-                    "metric": metric,
-                    "unit": unit,
-                    "repeat": repeat,
-                    "value": float(value),
-                    "epoch": "" if epoch is None else epoch,
-                    "devices": "" if devices is None else devices,
-                }
-            )
+            self._row(case, metric, unit, repeat, "", value, epoch, devices)
+
+    def timings(self, samples: Iterable[Sample], *, devices: str | None = None,
+                metric: str = "time", unit: str = "s") -> None:
+        """Record the samples of ``timing.compare``: round as repeat, and the position
+        each sample had in its round."""
+        for sample in samples:
+            self._row(sample.case, metric, unit, sample.round, sample.position, sample.value,
+                      None, devices)
+
+    def _row(self, case: str, metric: str, unit: str, repeat: int, position: int | str,
+             value: float, epoch: int | None, devices: str | None) -> None:
+        self.rows.append({
+            "experiment": self.experiment,
+            "framework": self.framework,
+            "case": case,
+            "metric": metric,
+            "unit": unit,
+            "process": self.process,
+            "repeat": repeat,
+            "position": position,
+            "value": float(value),
+            "epoch": "" if epoch is None else epoch,
+            "devices": "" if devices is None else devices,
+        })
 
     def output(self, name: str, text: str, values: Any = None) -> None:
         """Record a printed output: the text as printed, and its numbers when it has any."""
@@ -89,3 +116,13 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
 def read_json(path: str | Path) -> dict[str, Any]:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def report(samples: Iterable[Sample], what: str = "") -> None:
+    """One log line per case of a comparison: its median over this process's rounds."""
+    by_case: dict[str, list[float]] = {}
+    for sample in samples:
+        by_case.setdefault(sample.case, []).append(sample.value)
+    for case, values in by_case.items():
+        print(f"{case}: median {statistics.median(values):.4f} s over {len(values)} rounds "
+              f"{what}".rstrip(), flush=True)

@@ -22,7 +22,9 @@ from d2lperf.stats import Stats
 # measurement may be printed by two documents, or for two platforms).
 KEY = ["experiment", "case", "metric", "epoch"]
 REFERENCE_KEY = ["document", "variant", *KEY]
-SAMPLE_GROUP = ["experiment", "case", "metric", "unit", "epoch", "devices"]
+SAMPLE_GROUP = ["framework", "experiment", "case", "metric", "unit", "epoch", "devices"]
+# Tables written before a section ran in several processes or frameworks: MXNet, one process.
+SAMPLE_DEFAULTS = {"framework": "mxnet", "process": "0", "position": ""}
 # Printed float32 figures agree "to float32 precision" within these bounds; a float32
 # sum over millions of terms depends on the summation order, so it gets a wider one.
 OUTPUT_REL_TOL = 1e-6
@@ -56,7 +58,10 @@ def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
         raise TableError(f"{path}: not a readable CSV: {error}") from None
     rows = []
     for index, record in enumerate(raw.to_dict("records")):
+        record = {**SAMPLE_DEFAULTS, **record}
         row = {**record, "repeat": _typed(record.get("repeat", ""), int),
+               "process": _typed(record["process"], int),
+               "position": _typed(record["position"], int),
                "value": _typed(record.get("value", ""), float),
                "epoch": _typed(record.get("epoch", ""), int),
                "devices": record.get("devices") or None}
@@ -65,8 +70,11 @@ def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
             where = ".".join(str(p) for p in error.absolute_path) or "row"
             raise TableError(f"{path}: row {index + 2}: {where}: {error.message}")
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=list(raw.columns) or list(schema["properties"]))
-    frame["epoch"] = frame["epoch"].astype("Int64")
+    columns = list(dict.fromkeys([*raw.columns, *SAMPLE_DEFAULTS])) if len(raw.columns) else \
+        list(schema["properties"])
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in ("epoch", "process", "position"):
+        frame[column] = frame[column].astype("Int64")
     frame["value"] = frame["value"].astype(float)
     return frame
 

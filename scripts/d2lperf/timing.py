@@ -1,19 +1,130 @@
-"""The timing harness: warm-up, repeats, synchronisation before the clock stops.
+"""The timing harness: warm-up, side-by-side rounds, synchronisation before the clock stops.
 
 MXNet's front end only queues work; a timing that stops the clock before
-``nd.waitall()`` measures the queue, not the work. ``measure`` therefore calls
-``sync`` inside every timed region. The one exception, measuring the queue on
-purpose (the asynchronous-computation section), is spelled out with
-``clock_stops_before_sync=True``; ``sync`` still runs before the next sample so
-that no sample inherits another's queued work.
+``nd.waitall()`` measures the queue, not the work. ``compare`` and ``measure``
+therefore call ``sync`` inside every timed region. The one exception, measuring
+the queue on purpose (the asynchronous-computation section), is spelled out
+(``queue_only`` / ``clock_stops_before_sync=True``); ``sync`` still runs before
+the next sample so that no sample inherits another's queued work.
+
+Cases that are compared are measured side by side (DESIGN.md decision 10):
+``compare`` warms every case up first, then runs rounds in which every case is
+timed once, in a seeded shuffled order, so that a drift of the machine or a
+first-in-process penalty spreads over all cases instead of landing on whichever
+was measured first. Each sample keeps its round and its position in the round.
 """
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 
 Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One timed run of one case: which round, where in the round, how long (s)."""
+
+    case: str
+    round: int
+    position: int
+    value: float
+
+
+class Steps:
+    """A case made of consecutive steps timed separately, such as the document's
+    "Workloads are queued" then "Workloads are finished": each step becomes a case
+    of its own in the samples, and the sync runs untimed after the last step."""
+
+    def __init__(self, steps: Mapping[str, Callable[[], object]]) -> None:
+        if not steps:
+            raise ValueError("Steps needs at least one step")
+        self.steps = dict(steps)
+
+    def __call__(self) -> None:
+        for step in self.steps.values():
+            step()
+
+
+def round_orders(names: list[str], rounds: int, seed: int, process: int) -> list[list[str]]:
+    """The order of the cases in every round: shuffled by a generator seeded with
+    (seed, process); the first round is led by ``names[process % n]``, so that the
+    processes of a section take turns at leading."""
+    rng = random.Random(f"{seed}/{process}")
+    orders = []
+    for index in range(rounds):
+        order = rng.sample(names, len(names))
+        if index == 0:
+            leader = names[process % len(names)]
+            order.remove(leader)
+            order.insert(0, leader)
+        orders.append(order)
+    return orders
+
+
+def compare(
+    cases: Mapping[str, Callable[[], object] | Steps],
+    sync: Callable[[], object],
+    *,
+    warmup: int,
+    rounds: int,
+    seed: int,
+    process: int = 0,
+    clock: Clock = time.perf_counter,
+    queue_only: Collection[str] = (),
+) -> list[Sample]:
+    """Time every case once per round, side by side; return every sample.
+
+    Every case first runs ``warmup`` times (each followed by ``sync``), before any
+    timed round, so no case is timed while another is still cold. Within a round
+    the order comes from ``round_orders``. ``sync`` runs inside every timed region
+    except for the ``queue_only`` cases, whose clock stops first, on purpose.
+    """
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0, got {warmup}")
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    if not cases:
+        raise ValueError("compare needs at least one case")
+    unknown = set(queue_only) - set(cases)
+    if unknown:
+        raise ValueError(f"queue_only names unknown cases: {', '.join(sorted(unknown))}")
+    for work in cases.values():
+        for _ in range(warmup):
+            work()
+            sync()
+    samples = []
+    for index, order in enumerate(round_orders(list(cases), rounds, seed, process)):
+        for position, name in enumerate(order):
+            work = cases[name]
+            if isinstance(work, Steps):
+                samples += _time_steps(work, sync, clock, index, position)
+                continue
+            start = clock()
+            work()
+            if name in queue_only:
+                stop = clock()
+                sync()
+            else:
+                sync()
+                stop = clock()
+            samples.append(Sample(name, index, position, stop - start))
+    return samples
+
+
+def _time_steps(steps: Steps, sync, clock: Clock, index: int, position: int) -> list[Sample]:
+    samples = []
+    start = clock()
+    for name, step in steps.steps.items():
+        step()
+        stop = clock()
+        samples.append(Sample(name, index, position, stop - start))
+        start = stop
+    sync()
+    return samples
 
 
 def measure(

@@ -135,7 +135,11 @@ def section_threads(section):
 
 def section_args(section):
     """Every argument a section's script gets, all explicit, all from the config."""
-    options = {"threads": section_threads(section), **PRESET[section]}
+    options = {
+        "threads": section_threads(section),
+        "probe_seconds": config.get("probe_seconds", 0.2),
+        **PRESET[section],
+    }
     if SECTIONS[section]["gpus"]:
         options["on"] = device_kind(section)
     if SECTIONS[section]["data"]:

@@ -1,5 +1,5 @@
 # One rule per section of the chapter, named after it (`snakemake --forcerun hybridize`).
-# Each calls scripts/<section>.py in the experiment environment with explicit
+# Each calls scripts/sections/mxnet/<section>.py in the experiment environment with explicit
 # arguments from the preset, holds the whole machine lock while it times, and
 # records a failure instead of losing the other sections' results.
 
@@ -46,7 +46,7 @@ for section in EXPERIMENTS:
             section
         input:
             unpack(lambda wildcards, section=section: blas_inputs(section)),
-            script=f"scripts/{section}.py",
+            script=f"scripts/sections/mxnet/{section}.py",
         output:
             **experiment_outputs(section),
         log:

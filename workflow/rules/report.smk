@@ -30,10 +30,11 @@ rule summarise:
         WORKFLOW_ENV
     params:
         py=WORKFLOW_PY,
+        band=config.get("practical_band", 0.05),
     shell:
         "{params.py} {input.script} --runs {input.runs} --reference {input.reference}"
         " --schema {input.schema} --summary {output.summary} --outputs {output.outputs}"
-        " --verdicts {output.verdicts}"
+        " --verdicts {output.verdicts} --band {params.band}"
         " > {log} 2>&1"
 
 

@@ -6,8 +6,10 @@ context, cpu(0), so to the same engine queue and the same random-number resource
 unlike work on two devices (auto_parallelism.py) they do not overlap, and the
 document's figures say so (0.0628 s each, 0.1302 s together).
 
-The document timed its first draw cold; here every case warms up first, and
-every timing ends in ``nd.waitall()`` before the clock stops.
+The document timed its first draw cold and each case in a block of its own; here
+every case warms up first, then the three are timed side by side in shuffled
+rounds, and every timing ends in ``nd.waitall()`` before the clock stops. X and Y
+are the same work under two labels: an A/A pair.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import devices, experiment, timing
-from d2lperf.results import Recorder
-from d2lperf.stats import Stats
+from d2lperf.results import Recorder, report
 
 # MXNet 1.9's default number of random-number resources shared by all CPU contexts.
 CPU_RAND_COPY_DEFAULT = 1
@@ -51,12 +55,12 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
         y = nd.random.uniform(shape=shape)
         return x, y
 
-    for case, work in (("generate_x", generate_x), ("generate_y", generate_y),
-                       ("generate_x_and_y", generate_x_and_y)):
-        samples = timing.measure(work, nd.waitall, warmup=args.warmup, repeats=args.repeats)
-        rec.samples(case, "time", "s", samples, devices=devices.names([mx.cpu()]))
-        print(f"{case}: median {Stats(samples).median:.4f} s over {len(samples)} repeats "
-              f"of {args.size}x{args.size} draws", flush=True)
+    cases = {"generate_x": generate_x, "generate_y": generate_y,
+             "generate_x_and_y": generate_x_and_y}
+    samples = timing.compare(cases, nd.waitall, warmup=args.warmup, rounds=args.repeats,
+                             seed=args.seed, process=args.process)
+    rec.timings(samples, devices=devices.names([mx.cpu()]))
+    report(samples, f"of {args.size}x{args.size} draws")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,4 +71,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("small_ops_parallel", build_parser(), body))
+    sys.exit(experiment.main("small_ops_parallel", "mxnet", build_parser(), body))

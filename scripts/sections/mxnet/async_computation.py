@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import experiment, timing
-from d2lperf.results import Recorder
-from d2lperf.stats import Stats
+from d2lperf.results import Recorder, report
 
 # MXNet's default seed in a fresh process is 0: seeding with it reproduces the sum
 # the document printed from its own program.
 MXNET_DEFAULT_SEED = 0
-
-
-def report(case: str, samples: list[float]) -> None:
-    print(f"{case}: median {Stats(samples).median:.4f} s over {len(samples)} repeats",
-          flush=True)
 
 
 def queued_and_finished(args: argparse.Namespace, rec: Recorder) -> None:
@@ -55,13 +52,12 @@ def queued_and_finished(args: argparse.Namespace, rec: Recorder) -> None:
 
     # The first step returns as soon as the work is queued: it measures the queue on
     # purpose. The second is the wait for the same work.
-    samples = timing.measure_steps(
-        {"dot_sum_queued": workloads_are_queued, "dot_sum_finished": workloads_are_finished},
-        nd.waitall, warmup=args.warmup, repeats=args.repeats,
-    )
-    for case, values in samples.items():
-        rec.samples(case, "time", "s", values)
-        report(case, values)
+    steps = timing.Steps({"dot_sum_queued": workloads_are_queued,
+                          "dot_sum_finished": workloads_are_finished})
+    samples = timing.compare({"queued_then_finished": steps}, nd.waitall, warmup=args.warmup,
+                             rounds=args.repeats, seed=args.seed, process=args.process)
+    rec.timings(samples)
+    report(samples)
     rec.notes["dot_sum_queued"] = (
         "time to queue uniform + dot + sum, without waiting for them: the queue, on purpose "
         "(the document's 'Workloads are queued.')")
@@ -105,14 +101,14 @@ def synchronising_functions(args: argparse.Namespace, rec: Recorder) -> None:
     blocks = {"dot_no_sync": dot_no_sync, "dot_wait_to_read": dot_wait_to_read,
               "dot_waitall": dot_waitall, "dot_asscalar": dot_asscalar,
               "dot_asnumpy": dot_asnumpy}
-    for case, block in blocks.items():
-        # Blocks that synchronise themselves leave nothing for the harness's waitall;
-        # dot_no_sync does not, and its clock stops before the waitall: like the
-        # document's first block it measures the queue, on purpose.
-        samples = timing.measure(block, nd.waitall, warmup=args.warmup, repeats=args.repeats,
-                                 clock_stops_before_sync=case == "dot_no_sync")
-        rec.samples(case, "time", "s", samples)
-        report(case, samples)
+    # Blocks that synchronise themselves leave nothing for the harness's waitall;
+    # dot_no_sync does not, and its clock stops before the waitall: like the
+    # document's first block it measures the queue, on purpose. dot_asscalar reuses
+    # the x that the last dot_waitall left (the document's fourth block did too).
+    samples = timing.compare(blocks, nd.waitall, warmup=args.warmup, rounds=args.repeats,
+                             seed=args.seed, process=args.process, queue_only=["dot_no_sync"])
+    rec.timings(samples)
+    report(samples)
     rec.notes["dot_no_sync"] = (
         "the clock stops before any synchronisation: queueing time only, on purpose "
         "(the document's first block)")
@@ -132,21 +128,18 @@ def async_performance(args: argparse.Namespace, rec: Recorder) -> None:
             y = x + 1
             y.wait_to_read()
 
-    samples = timing.measure(synchronous, nd.waitall, warmup=args.warmup, repeats=args.repeats)
-    rec.samples("add_loop_synchronous", "time", "s", samples)
-    report("add_loop_synchronous", samples)
-
-    x = nd.random.uniform(shape=(args.size, args.size))
-
     def asynchronous():
         for _ in range(n):
             y = x + 1
         nd.waitall()
         return y
 
-    samples = timing.measure(asynchronous, nd.waitall, warmup=args.warmup, repeats=args.repeats)
-    rec.samples("add_loop_asynchronous", "time", "s", samples)
-    report("add_loop_asynchronous", samples)
+    samples = timing.compare({"add_loop_synchronous": synchronous,
+                              "add_loop_asynchronous": asynchronous}, nd.waitall,
+                             warmup=args.warmup, rounds=args.repeats, seed=args.seed,
+                             process=args.process)
+    rec.timings(samples)
+    report(samples)
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
@@ -165,4 +158,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("async_computation", build_parser(), body))
+    sys.exit(experiment.main("async_computation", "mxnet", build_parser(), body))

@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
+
 from d2lperf import experiment, memory, provenance, timing
 from d2lperf.results import Recorder, read_json, write_json
 from d2lperf.stats import Stats
@@ -184,4 +186,4 @@ def child_main(argv: list[str]) -> int:
 if __name__ == "__main__":
     if "--child" in sys.argv[1:]:
         sys.exit(child_main(sys.argv[1:]))
-    sys.exit(experiment.main("async_memory", build_parser(), body))
+    sys.exit(experiment.main("async_memory", "mxnet", build_parser(), body))

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import experiment, timing, workloads
 from d2lperf.results import Recorder
@@ -113,4 +116,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("ceilings", build_parser(), body))
+    sys.exit(experiment.main("ceilings", "mxnet", build_parser(), body))

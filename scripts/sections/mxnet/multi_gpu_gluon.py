@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import devices, experiment, timing, training
 from d2lperf.results import Recorder
@@ -165,4 +168,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("multi_gpu_gluon", build_parser(), body))
+    sys.exit(experiment.main("multi_gpu_gluon", "mxnet", build_parser(), body))

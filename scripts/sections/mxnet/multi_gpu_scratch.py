@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import devices, experiment, timing, training
 from d2lperf.results import Recorder
@@ -177,4 +180,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("multi_gpu_scratch", build_parser(), body))
+    sys.exit(experiment.main("multi_gpu_scratch", "mxnet", build_parser(), body))

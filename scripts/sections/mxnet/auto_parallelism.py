@@ -22,6 +22,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import devices, experiment, timing, workloads
 from d2lperf.results import Recorder
@@ -55,21 +58,28 @@ def dot_flops(size: int, dots: int) -> float:
     return workloads.dot_gflop(size, dots) * 1e9
 
 
-def timed(args: argparse.Namespace, rec: Recorder, case: str, work, ctxs,
-          flops: float = 0.0) -> list[float]:
-    """Measure one case, record every sample, note its achieved GFLOP/s when it multiplies."""
+def timed(args: argparse.Namespace, rec: Recorder, cases: dict, ctxs: dict,
+          flops: dict) -> dict[str, list[float]]:
+    """Measure the cases side by side, record every sample with its case's devices, and
+    note the achieved GFLOP/s of the cases that multiply."""
     from mxnet import nd
 
-    samples = timing.measure(work, nd.waitall, warmup=args.warmup, repeats=args.repeats)
-    rec.samples(case, "time", "s", samples, devices=devices.names(ctxs))
-    median = Stats(samples).median
-    line = f"{case}: median {median:.4f} s over {len(samples)} repeats on {devices.names(ctxs)}"
-    if flops:
-        gflops = flops / median / 1e9
-        rec.notes.setdefault("gflops", {})[case] = round(gflops, 3)
-        line += f", {gflops:.1f} GFLOP/s"
-    print(line, flush=True)
-    return samples
+    samples = timing.compare(cases, nd.waitall, warmup=args.warmup, rounds=args.repeats,
+                             seed=args.seed, process=args.process)
+    values: dict[str, list[float]] = {}
+    for case in cases:
+        mine = [s for s in samples if s.case == case]
+        rec.timings(mine, devices=devices.names(ctxs[case]))
+        values[case] = [s.value for s in mine]
+        median = Stats(values[case]).median
+        line = (f"{case}: median {median:.4f} s over {len(mine)} rounds on "
+                f"{devices.names(ctxs[case])}")
+        if flops.get(case):
+            gflops = flops[case] / median / 1e9
+            rec.notes.setdefault("gflops", {})[case] = round(gflops, 3)
+            line += f", {gflops:.1f} GFLOP/s"
+        print(line, flush=True)
+    return values
 
 
 def cpu_and_gpu_parallel(args: argparse.Namespace, rec: Recorder, x_cpu, x_gpu) -> None:
@@ -82,9 +92,11 @@ def cpu_and_gpu_parallel(args: argparse.Namespace, rec: Recorder, x_cpu, x_gpu) 
         run(x_cpu, args.dots)
         run(x_gpu, args.dots)
 
-    timed(args, rec, "cpu_only", lambda: run(x_cpu, args.dots), [cpu], cpu_flops)
-    timed(args, rec, "gpu_only", lambda: run(x_gpu, args.dots), [gpu], gpu_flops)
-    timed(args, rec, "cpu_and_gpu", run_on_both, [cpu, gpu], cpu_flops + gpu_flops)
+    timed(args, rec,
+          {"cpu_only": lambda: run(x_cpu, args.dots), "gpu_only": lambda: run(x_gpu, args.dots),
+           "cpu_and_gpu": run_on_both},
+          {"cpu_only": [cpu], "gpu_only": [gpu], "cpu_and_gpu": [cpu, gpu]},
+          {"cpu_only": cpu_flops, "gpu_only": gpu_flops, "cpu_and_gpu": cpu_flops + gpu_flops})
 
 
 def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder, x_gpu) -> None:
@@ -93,22 +105,26 @@ def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder, 
 
     gpu = x_gpu.context
     gpu_flops = dot_flops(args.gpu_size, args.dots)
-    y = []
+    y = run(x_gpu, args.dots)
 
     def compute():
-        # copy_to_cpu copies the y that this timing computed, as in the document
+        # copy_to_cpu copies the y that the last compute made, as in the document
         y[:] = run(x_gpu, args.dots)
 
     def compute_and_copy():
         y = run(x_gpu, args.dots)
         copy_to_cpu(y)
 
-    timed(args, rec, "gpu_compute", compute, [gpu], gpu_flops)
-    copies = timed(args, rec, "copy_to_cpu", lambda: copy_to_cpu(y), [gpu, mx.cpu()])
+    values = timed(
+        args, rec,
+        {"gpu_compute": compute, "copy_to_cpu": lambda: copy_to_cpu(y),
+         "compute_and_copy": compute_and_copy},
+        {"gpu_compute": [gpu], "copy_to_cpu": [gpu, mx.cpu()],
+         "compute_and_copy": [gpu, mx.cpu()]},
+        {"gpu_compute": gpu_flops, "compute_and_copy": gpu_flops})
     copied = args.dots * args.gpu_size**2 * workloads.FLOAT32_BYTES
     rec.notes["copy_to_cpu_bytes"] = copied
-    rec.notes["copy_to_cpu_GBps"] = round(copied / Stats(copies).median / 1e9, 3)
-    timed(args, rec, "compute_and_copy", compute_and_copy, [gpu, mx.cpu()], gpu_flops)
+    rec.notes["copy_to_cpu_GBps"] = round(copied / Stats(values["copy_to_cpu"]).median / 1e9, 3)
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
@@ -170,4 +186,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("auto_parallelism", build_parser(), body))
+    sys.exit(experiment.main("auto_parallelism", "mxnet", build_parser(), body))

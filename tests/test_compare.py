@@ -1,0 +1,94 @@
+"""The side-by-side harness: warm-up first, shuffled rounds, positions, sync placement."""
+
+import pytest
+
+from d2lperf.timing import Steps, compare, round_orders
+
+
+class Clock:
+    """A fake clock and workloads that log the order of events."""
+
+    def __init__(self):
+        self.events, self.now = [], 0.0
+
+    def clock(self):
+        return self.now
+
+    def case(self, name, cost):
+        def work():
+            self.events.append(name)
+            self.now += cost
+        return work
+
+    def sync(self):
+        self.events.append("sync")
+        self.now += 100.0
+
+
+def test_every_case_warms_up_before_any_timed_round():
+    c = Clock()
+    cases = {"a": c.case("a", 1), "b": c.case("b", 2), "c": c.case("c", 3)}
+    compare(cases, c.sync, warmup=2, rounds=3, seed=0, clock=c.clock)
+    works = [e for e in c.events if e != "sync"]
+    assert works[:6] == ["a", "a", "b", "b", "c", "c"]
+    assert sorted(works[6:]) == ["a"] * 3 + ["b"] * 3 + ["c"] * 3
+
+
+def test_each_round_times_every_case_once_and_records_its_position():
+    c = Clock()
+    cases = {name: c.case(name, cost) for name, cost in (("a", 1), ("b", 2), ("c", 3))}
+    samples = compare(cases, c.sync, warmup=0, rounds=4, seed=7, clock=c.clock)
+    assert len(samples) == 12
+    for index in range(4):
+        in_round = [s for s in samples if s.round == index]
+        assert sorted(s.case for s in in_round) == ["a", "b", "c"]
+        assert [s.position for s in in_round] == [0, 1, 2]
+    # sync inside every timed region: each sample is its work plus one sync
+    assert {s.case: s.value for s in samples} == {"a": 101, "b": 102, "c": 103}
+
+
+def test_order_is_seeded_shuffled_and_the_lead_alternates_over_processes():
+    names = ["a", "b", "c"]
+    assert round_orders(names, 5, seed=1, process=0) == round_orders(names, 5, seed=1, process=0)
+    orders = [round_orders(names, 20, seed=1, process=p) for p in range(6)]
+    assert [o[0][0] for o in orders] == ["a", "b", "c", "a", "b", "c"]
+    assert len({tuple(r) for o in orders for r in o}) > 1  # not one fixed order
+    assert round_orders(names, 20, seed=1, process=0) != round_orders(names, 20, seed=2,
+                                                                      process=0)
+
+
+def test_queue_only_cases_stop_the_clock_before_the_sync_yet_sync_after():
+    c = Clock()
+    samples = compare({"queued": c.case("q", 1), "waited": c.case("w", 1)}, c.sync, warmup=0,
+                      rounds=2, seed=0, clock=c.clock, queue_only=["queued"])
+    values = {s.case: s.value for s in samples}
+    assert values == {"queued": 1, "waited": 101}
+    assert c.events.count("sync") == 4
+
+
+def test_steps_become_cases_of_their_own_and_settle_untimed():
+    c = Clock()
+    steps = Steps({"queue": c.case("q", 1), "finish": c.case("f", 5)})
+    samples = compare({"both": steps, "other": c.case("o", 2)}, c.sync, warmup=1, rounds=2,
+                      seed=0, clock=c.clock)
+    by_case = {}
+    for s in samples:
+        by_case.setdefault(s.case, []).append(s)
+    assert set(by_case) == {"queue", "finish", "other"}
+    assert [s.value for s in by_case["queue"]] == [1, 1]
+    assert [s.value for s in by_case["finish"]] == [5, 5]  # the sync after is not timed
+    assert all(a.position == b.position for a, b in zip(by_case["queue"], by_case["finish"]))
+
+
+@pytest.mark.parametrize("warmup, rounds", [(-1, 3), (1, 0)])
+def test_rejects_bad_counts(warmup, rounds):
+    with pytest.raises(ValueError):
+        compare({"a": lambda: None}, lambda: None, warmup=warmup, rounds=rounds, seed=0)
+
+
+def test_rejects_no_cases_and_unknown_queue_only():
+    with pytest.raises(ValueError):
+        compare({}, lambda: None, warmup=0, rounds=1, seed=0)
+    with pytest.raises(ValueError, match="unknown"):
+        compare({"a": lambda: None}, lambda: None, warmup=0, rounds=1, seed=0,
+                queue_only=["b"])
