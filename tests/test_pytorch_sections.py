@@ -24,9 +24,10 @@ def run(python, name, out, *args, timeout=600):
 
 
 def valid_rows(out):
-    """The rows, after checking them against the samples schema."""
+    """The rows, after checking them against the samples schema: every one PyTorch's."""
     frame = tables.load_samples(out / "samples.csv", SCHEMA)
     assert len(frame) > 0
+    assert set(frame["framework"]) == {"pytorch"}
     return read_rows(out)
 
 
@@ -217,7 +218,7 @@ def cases(rows) -> dict[str, int]:
 
 # --- hybridize ---------------------------------------------------------------------------
 
-HYBRIDIZE = ("--forward-passes", "100", "--warmup", "1", "--rounds", "3", "--compile-runs", "1",
+HYBRIDIZE = ("--forward-passes", "100", "--warmup", "1", "--repeats", "3", "--compile-runs", "1",
              "--threads", "1")
 
 
@@ -232,7 +233,8 @@ def hybridize(tmp_path_factory, torch_python):
 def test_hybridize_times_eager_scripted_and_compiled_and_compiling_apart(hybridize):
     out, record, _ = hybridize
     table = valid_rows(out)
-    assert cases(table) == {"mlp_before_hybridize": 3, "mlp_after_hybridize": 3,
+    assert cases(table) == {"mlp_before_hybridize": 3, "mlp_before_hybridize_twin": 3,
+                            "mlp_after_hybridize": 3,
                             "mlp_torch_compile": 3, "torch_compile_cold": 1,
                             "torch_compile_warm": 1, "jit_script_compile": 1}
     assert {r["devices"] for r in table} == {"cpu"}
@@ -276,7 +278,7 @@ def test_hybridize_saved_models_load_and_compute_the_same(hybridize, torch_pytho
 def test_hybridize_records_a_failing_torch_compile_and_goes_on(torch_python, tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CXX": "/bin/false"}
     done = run_section(torch_python, section("hybridize"), tmp_path, "--forward-passes", "5",
-                       "--rounds", "1", "--compile-runs", "1", "--threads", "1",
+                       "--repeats", "1", "--compile-runs", "1", "--threads", "1",
                        "--export-dir", str(tmp_path / "export"), env=env)
     assert done.returncode == 0, done.stderr
     record = read_run(tmp_path)
@@ -287,7 +289,8 @@ def test_hybridize_records_a_failing_torch_compile_and_goes_on(torch_python, tmp
         "mlp_torch_compile", "torch_compile_cold", "torch_compile_warm"}
     assert record["outputs"]["mlp_output_compiled"]["text"] == reason
     assert set(cases(read_rows(tmp_path))) == {
-        "mlp_before_hybridize", "mlp_after_hybridize", "jit_script_compile"}
+        "mlp_before_hybridize", "mlp_before_hybridize_twin", "mlp_after_hybridize",
+        "jit_script_compile"}
 
 
 # --- async_computation -------------------------------------------------------------------
@@ -300,7 +303,7 @@ ASYNC_CASES = {"dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to
 def test_async_computation_has_the_mxnet_twins_cases_and_says_cpu_is_eager(torch_python,
                                                                              tmp_path):
     done = run(torch_python, "async_computation", tmp_path, "--size", "500",
-               "--loop-iterations", "100", "--warmup", "1", "--rounds", "3", "--threads", "1")
+               "--loop-iterations", "100", "--warmup", "1", "--repeats", "3", "--threads", "1")
     assert done.returncode == 0, done.stderr
     table = valid_rows(tmp_path)
     assert cases(table) == dict.fromkeys(ASYNC_CASES, 3)
@@ -362,7 +365,7 @@ def test_async_memory_gpu_figures_are_guarded(torch_python):
 # --- auto_parallelism --------------------------------------------------------------------
 
 AUTO = ("--cpu-size", "200", "--gpu-size", "300", "--dots", "10", "--warmup", "1",
-        "--rounds", "3", "--threads", "1")
+        "--repeats", "3", "--threads", "1")
 
 
 def test_auto_parallelism_on_the_cpu_stand_in(torch_python, tmp_path):
@@ -391,13 +394,19 @@ def test_auto_parallelism_on_gpu_without_one_is_skipped(torch_python, tmp_path):
 
 # --- small_ops_parallel ------------------------------------------------------------------
 
-def test_small_ops_parallel_has_the_mxnet_twins_cases(torch_python, tmp_path):
+def test_small_ops_parallel_has_the_mxnet_twins_cases_in_fresh_processes(torch_python,
+                                                                          tmp_path):
     done = run(torch_python, "small_ops_parallel", tmp_path, "--size", "500", "--warmup", "1",
-               "--rounds", "3", "--threads", "1")
+               "--repeats", "3", "--processes", "2", "--threads", "1")
     assert done.returncode == 0, done.stderr
     table = valid_rows(tmp_path)
-    assert cases(table) == dict.fromkeys(["generate_x", "generate_y", "generate_x_and_y"], 3)
-    assert read_run(tmp_path)["notes"]["generate_x_and_y_streams"].startswith("not run")
+    assert cases(table) == dict.fromkeys(["generate_x", "generate_y", "generate_x_and_y"], 6)
+    assert {r["process"] for r in table} == {"0", "1"}
+    record = read_run(tmp_path)
+    assert record["framework"] == "pytorch"
+    assert record["torch"]["threads"]["intra_op"] == 1  # torch's build, in the run record
+    assert len(record["processes"]) == 2
+    assert record["notes"]["generate_x_and_y_streams"].startswith("not run")
 
 
 SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",

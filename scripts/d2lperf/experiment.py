@@ -230,6 +230,10 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
     )
     if "mxnet" in sys.modules:
         record["mxnet"] = mxnet_build()
+    if "torch" in sys.modules:
+        from d2lperf import torch as d2l_torch
+
+        record["torch"] = d2l_torch.build_info()
     return record, recorder.rows
 
 

@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-import argparse  # noqa: E402
+import argparse
 
-from d2lperf import devices as device_options  # noqa: E402
-from d2lperf import experiment, show, timing  # noqa: E402
-from d2lperf import torch as d2l  # noqa: E402
-from d2lperf.results import Recorder  # noqa: E402
+from d2lperf import devices as device_options
+from d2lperf import experiment, timing
+from d2lperf import torch as d2l
+from d2lperf.results import Recorder, report
 
 SEED = 0
 
@@ -102,10 +102,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
         "dot_no_sync": dot_no_sync, "dot_wait_to_read": dot_wait_to_read,
         "dot_waitall": dot_waitall, "dot_asscalar": dot_asscalar, "dot_asnumpy": dot_asnumpy,
     }
-    samples = timing.compare(blocks, d2l.sync, warmup=args.warmup, rounds=args.rounds,
+    samples = timing.compare(blocks, d2l.sync, warmup=args.warmup, rounds=args.repeats,
                              seed=args.seed, process=args.process, queue_only=["dot_no_sync"])
     rec.timings(samples, devices=where)
-    show.medians(samples)
+    report(samples)
 
     x_add = torch.rand(size=(size, size), device=device)
 
@@ -122,10 +122,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
     samples = timing.compare({"add_loop_synchronous": synchronous,
                               "add_loop_asynchronous": asynchronous}, d2l.sync,
-                             warmup=args.warmup, rounds=args.rounds, seed=args.seed,
+                             warmup=args.warmup, rounds=args.repeats, seed=args.seed,
                              process=args.process)
     rec.timings(samples, devices=where)
-    show.medians(samples)
+    report(samples)
 
     rec.notes.update(
         dot_sum_queued=("time to queue rand + mm + sum without waiting: the queue, on purpose "

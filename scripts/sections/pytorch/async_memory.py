@@ -27,16 +27,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-import argparse  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import subprocess
+import tempfile
+from typing import Any
 
-from d2lperf import devices as device_options  # noqa: E402
-from d2lperf import experiment, memory, provenance, timing  # noqa: E402
-from d2lperf import torch as d2l  # noqa: E402
-from d2lperf.results import Recorder, read_json, write_json  # noqa: E402
-from d2lperf.stats import Stats  # noqa: E402
+from d2lperf import devices as device_options
+from d2lperf import experiment, memory, provenance, timing
+from d2lperf import torch as d2l
+from d2lperf.results import Recorder, read_json, write_json
+from d2lperf.stats import Stats
 
 MODES = ("sync", "async")
 SEED = 0  # both modes train the same initial network on the same batches

@@ -35,12 +35,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-import argparse  # noqa: E402
+import argparse
 
-from d2lperf import devices as device_options  # noqa: E402
-from d2lperf import experiment, show, timing, workloads  # noqa: E402
-from d2lperf import torch as d2l  # noqa: E402
-from d2lperf.results import Recorder  # noqa: E402
+from d2lperf import devices as device_options
+from d2lperf import experiment, timing, workloads
+from d2lperf import torch as d2l
+from d2lperf.results import Recorder, report
+from d2lperf.stats import Stats
 
 SEED = 0
 
@@ -52,13 +53,14 @@ def run(x, dots: int = 10):
 def compare(args: argparse.Namespace, rec: Recorder, cases, flops: dict[str, float],
             where: dict[str, str]) -> None:
     """Time the cases round by round, record them, note the achieved GFLOP/s."""
-    samples = timing.compare(cases, d2l.sync, warmup=args.warmup, rounds=args.rounds,
+    samples = timing.compare(cases, d2l.sync, warmup=args.warmup, rounds=args.repeats,
                              seed=args.seed, process=args.process)
     for case in cases:
         rec.timings([s for s in samples if s.case == case], devices=where[case])
-    medians = show.medians(samples)
+    report(samples)
     for case, amount in flops.items():
-        rec.notes.setdefault("gflops", {})[case] = round(amount / medians[case] / 1e9, 3)
+        median = Stats([s.value for s in samples if s.case == case]).median
+        rec.notes.setdefault("gflops", {})[case] = round(amount / median / 1e9, 3)
 
 
 def cpu_and_gpu_parallel(args: argparse.Namespace, rec: Recorder, x_cpu, x_gpu) -> None:

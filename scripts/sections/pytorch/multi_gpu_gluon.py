@@ -38,13 +38,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-import argparse  # noqa: E402
-import copy  # noqa: E402
+import argparse
+import copy
 
-from d2lperf import experiment, timing, training  # noqa: E402
-from d2lperf import torch as d2l  # noqa: E402
-from d2lperf.results import Recorder  # noqa: E402
-from d2lperf.stats import Stats  # noqa: E402
+from d2lperf import experiment, timing, training
+from d2lperf import torch as d2l
+from d2lperf.results import Recorder
+from d2lperf.stats import Stats
 
 SEED = 0
 NOT_INITIALIZED = (

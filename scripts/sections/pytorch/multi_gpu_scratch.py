@@ -32,11 +32,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-import argparse  # noqa: E402
+import argparse
 
-from d2lperf import experiment, timing, training  # noqa: E402
-from d2lperf import torch as d2l  # noqa: E402
-from d2lperf.results import Recorder  # noqa: E402
+from d2lperf import experiment, timing, training
+from d2lperf import torch as d2l
+from d2lperf.results import Recorder
 
 SEED = 0
 

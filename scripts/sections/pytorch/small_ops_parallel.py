@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-import argparse  # noqa: E402
+import argparse
 
-from d2lperf import devices as device_options  # noqa: E402
-from d2lperf import experiment, show, timing  # noqa: E402
-from d2lperf import torch as d2l  # noqa: E402
-from d2lperf.results import Recorder  # noqa: E402
+from d2lperf import devices as device_options
+from d2lperf import experiment, timing
+from d2lperf import torch as d2l
+from d2lperf.results import Recorder, report
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
@@ -68,10 +68,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
         cases["generate_x_and_y_streams"] = generate_x_and_y_streams
     else:
         rec.notes["generate_x_and_y_streams"] = "not run: CUDA streams need a GPU"
-    samples = timing.compare(cases, d2l.sync, warmup=args.warmup, rounds=args.rounds,
+    samples = timing.compare(cases, d2l.sync, warmup=args.warmup, rounds=args.repeats,
                              seed=args.seed, process=args.process)
     rec.timings(samples, devices=d2l.names([device]))
-    show.medians(samples, detail=f" of {args.size}x{args.size} draws")
+    report(samples, f"of {args.size}x{args.size} draws")
 
 
 def build_parser() -> argparse.ArgumentParser:
