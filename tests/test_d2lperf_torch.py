@@ -87,6 +87,31 @@ def test_gpu_devices_skip_without_gpus_and_are_cuda_devices_with_them(torch_pyth
                    "one_gpu": "needs 2 GPUs, found 1", "two_gpus": "cuda:0,cuda:1"}
 
 
+def test_training_runs_that_fit_the_gpus_run_and_the_others_say_why(torch_python):
+    got = in_torch(torch_python, """
+        import json
+        import torch
+        from d2lperf import torch as t
+        from d2lperf.experiment import Skipped
+        out = {"cpu": [t.names(d) for d in t.devices_for_runs("cpu", [1, 2])[:1]]}
+        try:
+            t.devices_for_runs("gpu", [1, 2])
+        except Skipped as why:
+            out["none"] = str(why)
+        torch.cuda.is_available = lambda: True
+        torch.cuda.device_count = lambda: 1
+        found, missing = t.devices_for_runs("gpu", [1, 2])
+        out["one"] = [t.names(found), missing]
+        torch.cuda.device_count = lambda: 4
+        found, missing = t.devices_for_runs("gpu", [2, 1])
+        out["four"] = [t.names(found), missing]
+        print(json.dumps(out))
+    """)
+    assert got == {"cpu": ["cpu,cpu"], "none": "needs 1 GPU, found 0",
+                   "one": ["cuda:0", {"2": "needs 2 GPUs, found 1"}],
+                   "four": ["cuda:0,cuda:1", {}]}
+
+
 def test_sync_waits_for_every_gpu_or_the_one_named_and_never_on_cpu(torch_python):
     got = in_torch(torch_python, """
         import json

@@ -117,7 +117,7 @@ def test_scratch_on_gpu_without_gpus_is_skipped_with_the_reason(torch_python, tm
     assert done.returncode == 0, done.stderr
     record = read_run(tmp_path)
     assert record["status"] == "skipped"
-    assert record["reason"] == "needs 2 GPUs, found 0"
+    assert record["reason"] == "needs 1 GPU, found 0"  # not even the 1-GPU run fits
     assert read_rows(tmp_path) == []
 
 
@@ -186,7 +186,7 @@ def test_gluon_on_gpu_without_gpus_is_skipped_with_the_reason(torch_python, tmp_
     done = run(torch_python, "multi_gpu_gluon", tmp_path, *GLUON[2:], "--on", "gpu")
     assert done.returncode == 0, done.stderr
     assert (read_run(tmp_path)["status"], read_run(tmp_path)["reason"]) == (
-        "skipped", "needs 2 GPUs, found 0")
+        "skipped", "needs 1 GPU, found 0")
 
 
 @pytest.mark.parametrize("name", ["hybridize", "async_computation", "async_memory",

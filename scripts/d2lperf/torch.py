@@ -70,6 +70,23 @@ def devices(kind: str, count: int) -> list:
     return [torch.device("cuda", i) for i in range(count)]
 
 
+def devices_for_runs(kind: str, counts: Iterable[int]) -> tuple[list, dict[int, str]]:
+    """Devices for the training runs that fit this machine, and why each other run does
+    not: a machine with one GPU trains the documents' 1-GPU run and skips only the 2-GPU
+    one. Skipped when not even the smallest run fits (no GPU at all)."""
+    import torch
+
+    counts = sorted(set(counts))
+    if kind != "gpu":
+        return devices(kind, counts[-1]), {}
+    found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    fitting = [n for n in counts if n <= found]
+    if not fitting:
+        devices(kind, counts[0])  # raises Skipped, saying what is missing
+    missing = {n: f"needs {n} GPUs, found {found}" for n in counts if n > found}
+    return devices(kind, fitting[-1]), missing
+
+
 def names(devs: Iterable[Any]) -> str:
     """How a results row names its devices: ``cuda:0,cuda:1`` or ``cpu,cpu``."""
     return ",".join(str(d) for d in devs)

@@ -27,7 +27,9 @@ read only after the clock stops. Each run re-initialises every parameter and
 BatchNorm's running statistics, as the document's ``force_reinit=True`` does (the
 book's PyTorch ``train`` re-draws only the convolution and linear weights).
 
-Without GPUs (``--on cpu``) ``nn.DataParallel`` is a pass-through that runs the
+On GPUs (``--on gpu``) a run that asks for more GPUs than the machine has is not run
+(the run record says why) and the others are: one H200 trains the 1-GPU run. Without
+GPUs (``--on cpu``) ``nn.DataParallel`` is a pass-through that runs the
 module as it is: both runs train on the one CPU, the second on its larger batch.
 """
 
@@ -199,7 +201,12 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
     runs = training.runs(args)
-    devices = d2l.devices(args.on, max(run.devices for run in runs))
+    devices, missing = d2l.devices_for_runs(args.on, [run.devices for run in runs])
+    for run in [run for run in runs if run.devices in missing]:
+        rec.notes.setdefault("runs_not_run", {})[
+            training.case_name("resnet18", run.devices)] = missing[run.devices]
+        print(f"resnet18 on {run.devices} devices: not run, {missing[run.devices]}", flush=True)
+    runs = [run for run in runs if run.devices not in missing]
     d2l.seed(SEED)
     net = resnet18(10)
     if len(devices) >= 2:

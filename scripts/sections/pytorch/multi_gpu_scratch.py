@@ -20,7 +20,9 @@ epoch's training time is one sample, the clock stopping after a final sync; test
 accuracy is measured after it on the first device; the mean training loss is read only
 after the clock stops.
 
-Without GPUs (``--on cpu``) both "devices" are the one CPU: the same code path, with
+On GPUs (``--on gpu``) a run that asks for more GPUs than the machine has is not run
+(the run record says why) and the others are: one H200 trains the 1-GPU run. Without
+GPUs (``--on cpu``) both "devices" are the one CPU: the same code path, with
 copies made where ``.to(device)`` would otherwise hand back the same tensor, and
 ``nn.parallel.scatter`` (CUDA only) replaced by its CPU equivalent, ``chunk``.
 """
@@ -192,7 +194,12 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
     runs = training.runs(args)
-    devices = d2l.devices(args.on, max(run.devices for run in runs))
+    devices, missing = d2l.devices_for_runs(args.on, [run.devices for run in runs])
+    for run in [run for run in runs if run.devices in missing]:
+        rec.notes.setdefault("runs_not_run", {})[
+            training.case_name("lenet", run.devices)] = missing[run.devices]
+        print(f"lenet on {run.devices} devices: not run, {missing[run.devices]}", flush=True)
+    runs = [run for run in runs if run.devices not in missing]
     d2l.seed(SEED)
     if args.on == "cpu" and len(devices) > 1:
         rec.notes["stand_in"] = ("both devices are the one CPU: the multi-device code runs "
