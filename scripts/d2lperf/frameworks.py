@@ -1,0 +1,55 @@
+"""Is each framework the config asks for there, before any job runs?
+
+``frameworks: [mxnet, pytorch]`` names the frameworks; ``experiment_python`` and
+``torch_python`` their interpreters. Each interpreter is asked for its framework's version
+in a short subprocess (it never runs anything from the config but the interpreter named
+there, with a fixed program). A missing interpreter, a missing framework or one too old
+gives a message naming the key and how to fix it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from d2lperf.torch import MIN_VERSION as TORCH_MIN_VERSION
+from d2lperf.torch import version_problem as torch_version_problem
+
+FRAMEWORKS = ("mxnet", "pytorch")
+# framework: (config key of its interpreter, module to import, how `make` builds it)
+INTERPRETERS = {
+    "mxnet": ("experiment_python", "mxnet", "`make envs` builds .venv-mxnet"),
+    "pytorch": ("torch_python", "torch", "`make envs` builds .venv-torch"),
+}
+TIMEOUT = 120  # seconds: importing torch from a cold disk takes a while
+
+
+def version_program(module: str) -> str:
+    return f"import {module}; print({module}.__version__)"
+
+
+def problem(framework: str, python: str | Path, *, timeout: float = TIMEOUT) -> str | None:
+    """Why ``python`` cannot run this framework's sections, or None when it can."""
+    key, module, build = INTERPRETERS[framework]
+    fix = (f"set config key {key} to an interpreter that has {module}, or run {build} "
+           f"(or drop {framework} from config key frameworks)")
+    if not Path(python).exists() and "/" in str(python):
+        return f"config key {key} = {str(python)!r}: no such file; {fix}"
+    try:
+        done = subprocess.run([str(python), "-c", version_program(module)], capture_output=True,
+                              text=True, timeout=timeout)
+    except OSError as error:
+        return f"config key {key} = {str(python)!r}: cannot run it ({error.strerror}); {fix}"
+    except subprocess.TimeoutExpired:
+        return f"config key {key} = {str(python)!r}: importing {module} took over {timeout:g} s"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"config key {key} = {str(python)!r}: cannot import {module} ({last}); {fix}"
+    version = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if framework == "pytorch":
+        too_old = torch_version_problem(version)
+        if too_old:
+            minimum = ".".join(map(str, TORCH_MIN_VERSION))
+            return (f"config key {key} = {str(python)!r}: {too_old}; install torch >= "
+                    f"{minimum} there, or {fix}")
+    return None
