@@ -416,3 +416,94 @@ SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism"
 def test_every_mxnet_section_has_a_pytorch_twin_of_the_same_name():
     assert sorted(p.stem for p in (REPO / "scripts/sections/pytorch").glob("*.py")) == sorted(
         SECTIONS)
+
+
+# --- the CUDA branches, with torch.cuda stood in for ---------------------------------------
+
+# A machine with two GPUs, as far as the sections can tell: torch.cuda's answers and
+# objects are stand-ins that record what is done with them, and every "GPU" tensor is a
+# CPU tensor, so the CUDA branches of the sections' own code run here, step by step.
+FAKE_CUDA = """
+import contextlib, importlib.util, json, argparse
+import torch
+from d2lperf import torch as t
+from d2lperf.results import Recorder
+calls = []
+
+class Stream:
+    def __init__(self, device=None): self.name = f"stream{len(calls)}"
+    def wait_event(self, event): calls.append(f"wait_event")
+    def wait_stream(self, stream): calls.append(f"wait_stream")
+
+class Event:
+    def record(self, stream=None): calls.append("event_record")
+    def synchronize(self): calls.append("event_synchronize")
+
+@contextlib.contextmanager
+def stream(s):
+    calls.append("enter_stream"); yield; calls.append("leave_stream")
+
+empty = torch.empty
+torch.empty = lambda *a, pin_memory=False, **k: (calls.append(f"pinned={pin_memory}"),
+                                                 empty(*a, **k))[1]
+torch.cuda.is_available = lambda: True
+torch.cuda.is_initialized = lambda: True
+torch.cuda.device_count = lambda: 2
+torch.cuda.synchronize = lambda device=None: calls.append(f"synchronize {device}")
+torch.cuda.Stream, torch.cuda.Event, torch.cuda.stream = Stream, Event, stream
+torch.cuda.current_stream = lambda device=None: Stream()
+torch.Tensor.record_stream = lambda self, s: calls.append("record_stream")
+t.is_cuda = lambda device: True
+t.devices = lambda kind, count: [torch.device("cpu")] * count
+
+def load(name):
+    path = f"sections/pytorch/{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+    return module
+
+def args(**options):
+    return argparse.Namespace(warmup=0, repeats=1, seed=0, process=0, threads=1, **options)
+"""
+
+
+def test_auto_parallelism_cuda_branches(torch_python):
+    got = run_program(torch_python, FAKE_CUDA, """
+        section = load("auto_parallelism")
+        rec = Recorder("auto_parallelism", "pytorch")
+        section.body(args(on="gpu", cpu_size=20, gpu_size=30, dots=3, pair_size=10,
+                          pair_dots=2), rec)
+        print(json.dumps([sorted({r["case"] for r in rec.rows}), calls, rec.notes]))
+    """)
+    cases, calls, notes = got
+    assert cases == sorted(["cpu_only", "gpu_only", "cpu_and_gpu", "gpu_compute", "copy_to_cpu",
+                            "compute_and_copy", "compute_and_copy_streams", "gpu1_only",
+                            "gpu2_only", "gpu1_and_gpu2"])
+    assert calls.count("pinned=True") == 3  # one pinned host buffer per product
+    # each streamed copy: an event after its product, waited for on the copy stream
+    streamed = ["event_record", "enter_stream", "wait_event", "leave_stream", "record_stream"]
+    assert calls[calls.index("event_record"):][:5] == streamed
+    assert calls.count("record_stream") == 3
+    assert "synchronize 1" in calls  # sync waits for every GPU
+    assert "two_gpus" not in notes and "stand_in" not in notes
+
+
+def test_small_ops_and_async_computation_cuda_branches(torch_python):
+    got = run_program(torch_python, FAKE_CUDA, """
+        small = load("small_ops_parallel")
+        rec = Recorder("small_ops_parallel", "pytorch")
+        small.body(args(on="gpu", size=8), rec)
+        small_cases, small_calls = sorted({r["case"] for r in rec.rows}), list(calls)
+        calls.clear()
+        computation = load("async_computation")
+        rec = Recorder("async_computation", "pytorch")
+        computation.body(args(on="gpu", size=8, loop_iterations=3), rec)
+        print(json.dumps([small_cases, small_calls, calls, rec.notes]))
+    """)
+    small_cases, small_calls, calls, notes = got
+    assert "generate_x_and_y_streams" in small_cases
+    assert small_calls.count("enter_stream") == 2 and small_calls.count("wait_stream") == 2
+    # wait_to_read is an event on the product's stream: once in dot_sum_finished and
+    # dot_wait_to_read, once per x + 1 of the synchronous loop
+    assert calls.count("event_synchronize") == 1 + 1 + 3
+    assert "eager_on_cpu" not in notes
