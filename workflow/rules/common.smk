@@ -47,13 +47,15 @@ else:
     SYSTEM_BLAS = ""
     RESULTS = f"results/{MACHINE}"
 RESULTS_ID = os.path.basename(RESULTS)
-# Imported results are another machine's: never re-run, never mixed with this one's.
-if os.path.exists(f"{RESULTS}/imported.json"):
-    raise WorkflowError(
-        f"Invalid configuration:\nconfig key machine = {MACHINE!r}: {RESULTS} holds "
-        "results imported from another machine (it has imported.json), which this "
-        "workflow never writes into; choose another machine id"
-    )
+# Imported results are another machine's: never re-run, never mixed with this one's
+# (nor written into by a BLAS variant's reference run, which goes to results/<machine>).
+for folder in sorted({RESULTS, f"results/{MACHINE}"}):
+    if os.path.exists(f"{folder}/imported.json"):
+        raise WorkflowError(
+            f"Invalid configuration:\nconfig key machine = {MACHINE!r}: {folder} holds "
+            "results imported from another machine (it has imported.json), which this "
+            "workflow never writes into; choose another machine id"
+        )
 
 
 def other_machines():
