@@ -153,6 +153,12 @@ HOSTILE = {
         lambda o: tar(o, replaced("box/verdicts.csv", VERDICTS.replace(b"inconclusive",
                                                                        b"proven"))),
         "box/verdicts.csv: row 2: verdict 'proven'"),
+    "verdicts.csv with a claim twice": (
+        lambda o: tar(o, replaced("box/verdicts.csv", VERDICTS + VERDICTS.splitlines(True)[1])),
+        "box/verdicts.csv: row 3: claim 'hybridize_speeds_up_mlp' twice"),
+    "summary.csv without verdicts.csv": (
+        lambda o: tar(o, [(n, d) for n, d in GOOD if n != "box/verdicts.csv"]),
+        "box/summary.csv without box/verdicts.csv"),
     "summary figures without their raw samples": (
         lambda o: tar(o, [(n, d) for n, d in GOOD if "/hybridize/" not in n]),
         "figures of hybridize but no box/hybridize/samples.csv"),

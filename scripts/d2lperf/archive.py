@@ -230,10 +230,14 @@ def _check_summary(members: dict[str, bytes], machine: str) -> None:
 
 def _check_verdicts(members: dict[str, bytes], machine: str) -> None:
     name = f"{machine}/verdicts.csv"
+    claims: set[str] = set()
     for number, row in enumerate(_rows(members, name, VERDICTS_COLUMNS), start=2):
         if row["verdict"] not in VERDICTS:
             raise ArchiveError(f"{name}: row {number}: verdict {row['verdict']!r} is not one "
                                f"of {', '.join(VERDICTS)}")
+        if row["name"] in claims:
+            raise ArchiveError(f"{name}: row {number}: claim {row['name']!r} twice")
+        claims.add(row["name"])
 
 
 def _check_listing(listing: Any) -> tuple[str, dict[str, str]]:

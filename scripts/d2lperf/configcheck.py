@@ -10,7 +10,7 @@ import jsonschema
 import yaml
 
 from d2lperf import data
-from d2lperf.machine import MACHINE_ID, MACHINE_ID_RULE
+from d2lperf.machine import MachineIdError, check_machine_id
 
 # One training run per entry: devices[i] devices, batch_sizes[i], learning_rates[i].
 TRAINING_LISTS = ("devices", "batch_sizes", "learning_rates")
@@ -65,10 +65,11 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
                     f"one entry per training run, the same number each ({sizes})"
                 )
     for key in ("machine", "baseline_machine"):
-        value = config.get(key) or ""
-        if value and not MACHINE_ID.fullmatch(value):
-            raise ConfigError(f"config key {key} = {_short(value)}: not a valid machine id; "
-                              f"allowed: {MACHINE_ID_RULE} (or empty)")
+        if config.get(key):
+            try:
+                check_machine_id(config[key], f"config key {key} =")
+            except MachineIdError as error:
+                raise ConfigError(f"{error} (or empty)") from None
     presets = sorted(config["presets"])
     if config["preset"] not in presets:
         raise ConfigError(
