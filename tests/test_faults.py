@@ -42,17 +42,19 @@ def fresh_copy(ci_run, tmp_path) -> tuple[Path, Path]:
 
 
 def section_process(work: Path, section: str) -> int | None:
-    """The pid of the Python process running scripts/<section>.py in this workflow copy."""
+    """The pid of the Python process running the section's script (<section>.py) in this
+    workflow copy."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            raw = (entry / "cmdline").read_bytes()
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
-        script = f"scripts/{section}.py".encode()
-        if cwd == str(work) and script in argv and b"bash" not in argv[0]:
+        argv = [arg.decode(errors="replace") for arg in raw.split(b"\0") if arg]
+        if argv and cwd == str(work) and "python" in Path(argv[0]).name and any(
+                Path(arg).name == f"{section}.py" for arg in argv[1:]):
             return int(entry.name)
     return None
 
