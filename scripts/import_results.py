@@ -2,15 +2,18 @@
 
     .venv/bin/python scripts/import_results.py ARCHIVE.tar.gz [...] [--as NEW_ID]
 
-Each archive is verified first (manifest, checksums, table schemas, safe paths, a
-machine id not already taken); a bad archive is refused with the reason and
-nothing is written. Imported folders are never re-run or overwritten by Snakemake:
-its rules only write results/<this machine>/.
+Each archive is verified first (size limits, manifest, checksums, JSON and table
+schemas, safe names, a valid machine id not already taken); a bad archive is refused
+with the reason and nothing is written. The files are unpacked into a hidden staging
+folder (results/.import-<pid>-*) that is removed on any exit, or by the next import if
+this one is killed, and moved into place whole. Imported folders are never re-run or
+overwritten by Snakemake: a run whose machine id is an imported one is refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -20,7 +23,13 @@ from d2lperf.archive import ArchiveError, import_archive
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _exit_on(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds, so the staging folder is removed
+
+
 def main() -> int:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _exit_on)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("archives", nargs="+", type=Path)
     p.add_argument("--as", dest="rename", metavar="NEW_ID",

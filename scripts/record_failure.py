@@ -1,11 +1,17 @@
 """Record that an experiment failed, so the report shows it (with its log) and the
 other experiments' results stay. Called by a rule when its script exits non-zero;
 runs in the workflow environment and imports nothing heavy.
+
+A script stopped by Ctrl-C, SIGTERM or SIGHUP was interrupted, not failed: nothing is
+recorded and the exit code is passed on, so the job fails and the previous results stay
+(the outputs are update(): Snakemake keeps them). A killed one (SIGKILL: the OOM killer,
+a time limit) is recorded as failed, with its log.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +19,8 @@ from d2lperf import provenance
 from d2lperf.results import write_csv, write_json
 
 LOG_TAIL_LINES = 60
+# Exit codes of a shell child ended by these signals (128 + n): an interruption.
+INTERRUPTED = {128 + s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -31,6 +39,10 @@ def main() -> int:
     p.add_argument("--csv", required=True)
     p.add_argument("--sidecar", required=True)
     args = p.parse_args()
+    if args.exit_code in INTERRUPTED:
+        print(f"{args.experiment} was interrupted (exit code {args.exit_code}); its previous "
+              "results, if any, are kept", file=sys.stderr)
+        return args.exit_code
 
     write_csv(args.csv, [])
     write_json(

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from d2lperf import claims, workloads
+from d2lperf.experiment import positive_fraction
 from d2lperf.results import read_json
 from d2lperf.tables import (
     KEY,
@@ -139,17 +140,6 @@ def outputs_verdict(outputs: pd.DataFrame) -> claims.Verdict:
             evidence += "; differ: " + ", ".join(failed["case"])
     return claims.Verdict("the documents' printed outputs are reproduced", "outputs_reproduced",
                           "all", verdict, evidence, "each output's own rule (outputs table)")
-
-
-def positive_fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") \
-            from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
-    return value
 
 
 def main() -> int:

@@ -114,8 +114,8 @@ def test_children_print_as_the_document_did(memory_run):
 def test_run_record_says_how_it_ran(memory_run):
     _, _, run, _ = memory_run
     assert run["status"] == "ok"
-    assert run["parameters"] == {"threads": 1, "warmup": 1, "repeats": 2, "batches": 4,
-                                 "batch_size": 64, "report_every": 2}
+    assert run["parameters"] == {"threads": 1, "probe_seconds": 0.2, "warmup": 1, "repeats": 2,
+                                 "batches": 4, "batch_size": 64, "report_every": 2}
     assert run["threads"]["OMP_NUM_THREADS"] == "1"
     assert run["mxnet"]["version"] == "1.9.1"
     assert "queue" in run["notes"]["batch_times"]

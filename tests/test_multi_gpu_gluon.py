@@ -69,7 +69,7 @@ def test_run_record_and_runtime_stay_small(gluon_run):
     _, run_record, _ = gluon_run
     assert run_record["status"] == "ok"
     assert run_record["parameters"] == {
-        "threads": 1, "on": "cpu", "devices": [1, 2], "batch_sizes": [16, 32],
+        "threads": 1, "probe_seconds": 0.2, "on": "cpu", "devices": [1, 2], "batch_sizes": [16, 32],
         "learning_rates": [0.1, 0.2], "epochs": 1, "data_dir": None, "data_download": False,
         "data_workers": 0, "train_limit": 64, "test_limit": 64}
     assert run_record["notes"]["train_examples_per_epoch"] == {

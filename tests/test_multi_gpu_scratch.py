@@ -95,7 +95,7 @@ def test_run_record_says_how_it_ran(scratch_run):
     _, run_record, _ = scratch_run
     assert run_record["status"] == "ok"
     assert run_record["parameters"] == {
-        "threads": 1, "on": "cpu", "devices": [1, 2], "batch_sizes": [64, 64],
+        "threads": 1, "probe_seconds": 0.2, "on": "cpu", "devices": [1, 2], "batch_sizes": [64, 64],
         "learning_rates": [0.2, 0.2], "epochs": 2, "data_dir": None, "data_download": False,
         "data_workers": 0, "train_limit": 512, "test_limit": 256}
     assert run_record["threads"]["OMP_NUM_THREADS"] == "1"
@@ -123,7 +123,7 @@ def test_too_few_gpus_skip_the_section(experiment_python, tmp_path):
     assert re.fullmatch(r"needs 64 GPUs, found \d+", run_record["reason"])
     assert run_record["outputs"] == {}
     assert (tmp_path / "samples.csv").read_text() == (
-        "experiment,case,metric,unit,repeat,value,epoch,devices\n")
+        "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -153,7 +153,8 @@ def test_missing_data_set_ends_the_run_with_where_it_looked(experiment_python, t
         from d2lperf import data
         data.DEBIAN_PACKAGE = data.Path({str(tmp_path / "debian")!r})
         sys.argv[0] = "multi_gpu_scratch.py"
-        runpy.run_path({str(REPO / "scripts" / "multi_gpu_scratch.py")!r}, run_name="__main__")
+        runpy.run_path({str(REPO / "scripts/sections/mxnet/multi_gpu_scratch.py")!r},
+                       run_name="__main__")
     """)
     (tmp_path / "home").mkdir()
     done = subprocess.run(

@@ -1,3 +1,4 @@
+import pandas as pd
 import pytest
 
 from conftest import REPO
@@ -73,3 +74,35 @@ def test_output_rules():
     assert output_matches("[[1e-06 2e-06]]", {"text": "", "values": [[5, 6]]}, "shape")[0]
     with pytest.raises(TableError, match="unknown match rule"):
         output_matches("x", {"text": "x"}, "fuzzy")
+
+
+NEW_HEADER = ("experiment,framework,case,metric,unit,process,repeat,position,value,epoch,"
+              "devices\n")
+
+
+def test_samples_with_framework_process_and_position_load(tmp_path):
+    path = tmp_path / "samples.csv"
+    path.write_text(NEW_HEADER + "hybridize,pytorch,mlp,time,s,3,1,2,0.25,,\n")
+    frame = load_samples(path, SCHEMA)
+    row = frame.iloc[0]
+    assert (row["framework"], row["process"], row["repeat"], row["position"]) == (
+        "pytorch", 3, 1, 2)
+
+
+def test_tables_from_before_processes_and_frameworks_read_as_mxnet_process_0(tmp_path):
+    path = tmp_path / "samples.csv"
+    path.write_text(HEADER + "hybridize,mlp,time,s,0,0.25,,\n")
+    row = load_samples(path, SCHEMA).iloc[0]
+    assert (row["framework"], row["process"]) == ("mxnet", 0) and pd.isna(row["position"])
+
+
+@pytest.mark.parametrize("cells, where", [
+    ("hybridize,tensorflow,mlp,time,s,0,0,0,0.25,,", "framework"),
+    ("hybridize,mxnet,mlp,time,s,-1,0,0,0.25,,", "process"),
+    ("hybridize,mxnet,mlp,time,s,0,0,first,0.25,,", "position"),
+])
+def test_bad_framework_process_or_position_names_the_row(tmp_path, cells, where):
+    path = tmp_path / "samples.csv"
+    path.write_text(NEW_HEADER + cells + "\n")
+    with pytest.raises(TableError, match=f"row 2: {where}"):
+        load_samples(path, SCHEMA)

@@ -6,19 +6,24 @@ environments, the code's commit) plus ``manifest.json`` with a SHA-256 per file.
 It is deterministic: entries sorted, owners and times fixed, so archiving the same
 results twice gives the same bytes.
 
-Import trusts nothing in the file: it refuses absolute paths, ``..``, links and
-device files, files missing from the manifest or manifest entries without a file,
-checksum mismatches, tables that fail their schema, truncated or non-gzip files,
-and a machine id that is already taken, and it writes nothing unless all is well.
+Import trusts nothing in the file: it refuses absolute paths, ``..``, hidden or odd
+names, links and device files, members over the size limits (from their headers, before
+reading them), too many members, duplicate names, files missing from the manifest or
+manifest entries without a file, checksum mismatches, JSON that does not parse, tables
+that fail their schema, figures without their raw samples, truncated or non-gzip files,
+and a machine id that is invalid or already taken, and it writes nothing unless all is
+well. Imported folders arrive read-only, marked by imported.json.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -26,12 +31,32 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from d2lperf.claims import FAILS, HOLDS, NA, UNSURE
+from d2lperf.machine import MachineIdError, check_machine_id
 from d2lperf.tables import TableError, load_samples
 
 FORMAT = 1
 MANIFEST = "manifest.json"
 FIXED_MTIME = 0  # every entry's time: the archive's bytes depend on content alone
 HARDWARE_KEYS = ("cpu", "gpus", "memory_bytes")
+# Limits, checked from each member's header before it is read. One machine's results
+# under the documents' preset are a few MB; these leave room for many more.
+MAX_MEMBER_BYTES = 64 << 20
+MAX_TOTAL_BYTES = 256 << 20
+MAX_MEMBERS = 10_000
+MAX_NAME_LENGTH = 400
+NAME_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,119}")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+STAGING_PREFIX = ".import-"
+# What the comparison reads of another machine's tables (scripts/compare.py).
+EXPERIMENT = re.compile(r"[A-Za-z0-9_]{1,64}")
+SUMMARY_COLUMNS = ("experiment", "case", "metric", "epoch", "unit", "count", "median",
+                   "ci_low", "ci_high", "status")
+SUMMARY_NUMBERS = ("epoch", "count", "min", "q1", "median", "q3", "max", "iqr", "mean",
+                   "stddev", "ci_low", "ci_high", "outliers", "ratio", "achieved", "ceiling",
+                   "fraction_of_ceiling", "document_value")
+VERDICTS_COLUMNS = ("claim", "name", "section", "verdict", "evidence", "rule")
+VERDICTS = (HOLDS, FAILS, UNSURE, NA)
 
 
 class ArchiveError(ValueError):
@@ -67,6 +92,10 @@ def manifest(machine: str, members: dict[str, bytes], code: dict[str, Any]) -> d
 def write_archive(out: Path, machine: str, members: dict[str, bytes],
                   code: dict[str, Any]) -> dict[str, Any]:
     """Write the archive deterministically; return its manifest."""
+    try:
+        check_machine_id(machine, "the results folder's name")
+    except MachineIdError as error:
+        raise ArchiveError(str(error)) from None
     listing = manifest(machine, members, code)
     entries = {MANIFEST: json.dumps(listing, indent=2, sort_keys=True).encode() + b"\n",
                **members}
@@ -86,44 +115,159 @@ def write_archive(out: Path, machine: str, members: dict[str, bytes],
 
 
 def _safe_name(name: str) -> PurePosixPath:
+    """A member name that can only ever land inside its machine's folder: relative, no
+    '..', a machine id first, then plain names (no hidden files, no control characters)."""
     path = PurePosixPath(name)
     if path.is_absolute() or name.startswith(("/", "\\")):
         raise ArchiveError(f"refusing absolute path {name!r}")
     if ".." in path.parts:
         raise ArchiveError(f"refusing path with '..': {name!r}")
+    if name == MANIFEST:
+        return path
+    try:
+        check_machine_id(path.parts[0], "its folder")
+    except MachineIdError as error:
+        raise ArchiveError(f"refusing member {name!r}: {error}") from None
+    if len(name) > MAX_NAME_LENGTH or not all(NAME_PART.fullmatch(p) for p in path.parts[1:]):
+        raise ArchiveError(f"refusing member name {name!r}: each part must be letters, digits, "
+                           f"'.', '_', '+' or '-', not starting with '.', '+' or '-', "
+                           f"{MAX_NAME_LENGTH} characters in all at most")
     return path
 
 
+def _check_header(info: tarfile.TarInfo, count: int, total: int) -> None:
+    """Refuse a member from its header alone, before any of its content is read."""
+    if count > MAX_MEMBERS:
+        raise ArchiveError(f"more than {MAX_MEMBERS} members: not a results archive")
+    if info.isdir():
+        return
+    if not info.isfile() or info.issparse():
+        kind = "link" if info.issym() or info.islnk() else "special file"
+        raise ArchiveError(f"refusing {kind} {info.name!r}")
+    if info.size > MAX_MEMBER_BYTES:
+        raise ArchiveError(f"member {info.name} is {info.size} bytes, more than the limit of "
+                           f"{MAX_MEMBER_BYTES} per file")
+    if total > MAX_TOTAL_BYTES:
+        raise ArchiveError(f"members add up to {total} bytes in all, more than the limit of "
+                           f"{MAX_TOTAL_BYTES}")
+
+
 def read_members(archive: Path) -> dict[str, bytes]:
-    """Every regular file of the archive, checked for unsafe names and kinds."""
+    """Every regular file of the archive, checked for unsafe names, kinds, sizes and
+    duplicates from its header before it is read (the archive is read as a stream)."""
     members: dict[str, bytes] = {}
+    seen: set[str] = set()
+    total = 0
     try:
-        with tarfile.open(archive, mode="r:gz") as tar:
-            for info in tar:
-                path = _safe_name(info.name)
+        with tarfile.open(archive, mode="r|gz") as tar:
+            for count, info in enumerate(tar, start=1):
+                path = _safe_name(info.name).as_posix()
+                if path in seen:
+                    raise ArchiveError(f"member twice: {path}")
+                seen.add(path)
+                total += info.size if info.isfile() else 0
+                _check_header(info, count, total)
                 if info.isdir():
                     continue
-                if not info.isfile():
-                    kind = "link" if info.issym() or info.islnk() else "special file"
-                    raise ArchiveError(f"refusing {kind} {info.name!r}")
                 handle = tar.extractfile(info)
-                members[path.as_posix()] = handle.read() if handle else b""
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, OSError) as error:
+                members[path] = handle.read() if handle else b""
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as error:
         raise ArchiveError(f"{archive}: truncated or not a gzip'd tar archive ({error})") from None
     return members
 
 
+def _json(members: dict[str, bytes], name: str, mapping: bool = False) -> Any:
+    try:
+        value = json.loads(members[name])
+    except ValueError as error:
+        raise ArchiveError(f"{name}: not JSON ({error})") from None
+    if mapping and not isinstance(value, dict):
+        raise ArchiveError(f"{name}: not a JSON object")
+    return value
+
+
+def _rows(members: dict[str, bytes], name: str, required: tuple[str, ...]) -> list[dict]:
+    """A CSV member's rows, after checking its header names every required column."""
+    try:
+        text = members[name].decode("utf-8")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        columns = reader.fieldnames or []
+        missing = [c for c in required if c not in columns]
+        if missing:
+            raise ArchiveError(f"{name}: missing column {missing[0]}")
+        rows = list(reader)
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise ArchiveError(f"{name}: not a readable CSV ({error})") from None
+    for number, row in enumerate(rows, start=2):
+        if None in row or None in row.values():
+            raise ArchiveError(f"{name}: row {number}: not as many cells as columns")
+    return rows
+
+
+def _check_summary(members: dict[str, bytes], machine: str) -> None:
+    """summary.csv's columns and numbers, and the raw results behind every figure in it."""
+    name = f"{machine}/summary.csv"
+    figures = set()
+    for number, row in enumerate(_rows(members, name, SUMMARY_COLUMNS), start=2):
+        if not EXPERIMENT.fullmatch(row["experiment"]):
+            raise ArchiveError(f"{name}: row {number}: experiment {row['experiment']!r}")
+        for column in SUMMARY_NUMBERS:
+            cell = row.get(column)
+            if cell:
+                try:
+                    float(cell)
+                except ValueError:
+                    raise ArchiveError(f"{name}: row {number}: {column} {cell!r} is not a "
+                                       "number") from None
+        if row["median"]:
+            figures.add(row["experiment"])
+    for experiment in sorted(figures):
+        for raw in ("samples.csv", "run.json"):
+            if f"{machine}/{experiment}/{raw}" not in members:
+                raise ArchiveError(f"{name} has figures of {experiment} but no "
+                                   f"{machine}/{experiment}/{raw}")
+
+
+def _check_verdicts(members: dict[str, bytes], machine: str) -> None:
+    name = f"{machine}/verdicts.csv"
+    claims: set[str] = set()
+    for number, row in enumerate(_rows(members, name, VERDICTS_COLUMNS), start=2):
+        if row["verdict"] not in VERDICTS:
+            raise ArchiveError(f"{name}: row {number}: verdict {row['verdict']!r} is not one "
+                               f"of {', '.join(VERDICTS)}")
+        if row["name"] in claims:
+            raise ArchiveError(f"{name}: row {number}: claim {row['name']!r} twice")
+        claims.add(row["name"])
+
+
+def _check_listing(listing: Any) -> tuple[str, dict[str, str]]:
+    if not isinstance(listing, dict):
+        raise ArchiveError(f"unreadable {MANIFEST}: not a JSON object")
+    if listing.get("format") != FORMAT:
+        raise ArchiveError(f"archive format {listing.get('format')!r}; this code reads {FORMAT}")
+    try:
+        machine = check_machine_id(listing.get("machine"), f"{MANIFEST}: machine")
+    except MachineIdError as error:
+        raise ArchiveError(str(error)) from None
+    files = listing.get("files")
+    if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and SHA256.fullmatch(v)
+            for k, v in files.items()):
+        raise ArchiveError(f"unreadable {MANIFEST}: files must map each name to its SHA-256")
+    if not isinstance(listing.get("code", {}), dict):
+        raise ArchiveError(f"unreadable {MANIFEST}: code must be a JSON object")
+    return machine, files
+
+
 def verify(members: dict[str, bytes], schema: Path) -> dict[str, Any]:
-    """Check the manifest against the files and every table against its schema."""
+    """Check the manifest against the files, every JSON file and every table."""
     if MANIFEST not in members:
         raise ArchiveError(f"no {MANIFEST} in the archive")
     try:
         listing = json.loads(members.pop(MANIFEST))
-        machine, files = listing["machine"], listing["files"]
-    except (ValueError, KeyError, TypeError) as error:
+    except ValueError as error:
         raise ArchiveError(f"unreadable {MANIFEST}: {error}") from None
-    if listing.get("format") != FORMAT:
-        raise ArchiveError(f"archive format {listing.get('format')!r}; this code reads {FORMAT}")
+    machine, files = _check_listing(listing)
     unlisted = sorted(set(members) - set(files))
     if unlisted:
         raise ArchiveError(f"file not in the manifest: {unlisted[0]}")
@@ -137,6 +281,17 @@ def verify(members: dict[str, bytes], schema: Path) -> dict[str, Any]:
             raise ArchiveError(f"file outside the machine's folder {machine!r}: {name}")
     if f"{machine}/machine.json" not in members:
         raise ArchiveError(f"no {machine}/machine.json in the archive")
+    for name in sorted(n for n in members if n.endswith(".json")):
+        _json(members, name, mapping=name == f"{machine}/machine.json"
+              or name.endswith("/run.json"))
+    tables = [f"{machine}/summary.csv", f"{machine}/verdicts.csv"]
+    present = [t for t in tables if t in members]
+    if present and len(present) < len(tables):
+        lacking = next(t for t in tables if t not in members)
+        raise ArchiveError(f"{present[0]} without {lacking}: the comparison needs both")
+    if present:
+        _check_summary(members, machine)
+        _check_verdicts(members, machine)
     with tempfile.TemporaryDirectory() as tmp:
         for name in sorted(n for n in members if n.endswith("/samples.csv")):
             path = Path(tmp) / name
@@ -153,10 +308,34 @@ def hardware(machine_json: dict[str, Any]) -> dict[str, Any]:
     return {key: machine_json.get(key) for key in HARDWARE_KEYS}
 
 
+def _remove_dead_staging(results_root: Path) -> None:
+    """Staging folders of imports that were killed (their process is gone)."""
+    for folder in results_root.glob(f"{STAGING_PREFIX}*"):
+        pid = folder.name[len(STAGING_PREFIX):].split("-", 1)[0]
+        if folder.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def import_archive(archive: Path, results_root: Path, schema: Path,
                    rename: str | None = None) -> Path:
     """Verify the archive, then add it as results/<machine> (or <rename>); return that folder.
-    Nothing under results_root changes unless every check passes."""
+    Nothing under results_root changes unless every check passes. The files arrive
+    read-only, with imported.json, which the workflow refuses to run into."""
+    if rename is not None:
+        try:
+            check_machine_id(rename, "--as")
+        except MachineIdError as error:
+            raise ArchiveError(str(error)) from None
     members = read_members(archive)
     listing = verify(members, schema)
     source = listing["machine"]
@@ -165,25 +344,34 @@ def import_archive(archive: Path, results_root: Path, schema: Path,
     incoming = json.loads(members[f"{source}/machine.json"])
     if target.exists():
         present = target / "machine.json"
-        here = json.loads(present.read_text()) if present.exists() else {}
-        if hardware(here) != hardware(incoming):
+        try:
+            here = json.loads(present.read_text()) if present.exists() else {}
+        except (OSError, ValueError):
+            here = {}
+        if not isinstance(here, dict) or hardware(here) != hardware(incoming):
             raise ArchiveError(
                 f"machine id {target_id!r} collides with a different machine already present "
                 f"in {target}; import it under another id (--as NEW_ID)")
         raise ArchiveError(f"machine {target_id!r} is already present in {target}; "
                            "remove that folder first to replace it")
     results_root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=results_root))
+    _remove_dead_staging(results_root)
+    # hidden, so that nothing reading results/ takes it for a machine (machine ids never
+    # start with '.'); named after this process, so a later import removes it if we die
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=results_root))
     try:
         for name, data in members.items():
             path = staging / PurePosixPath(name).relative_to(source)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+            path.chmod(0o444)
         (staging / "imported.json").write_text(json.dumps({
             "archive": archive.name, "archive_sha256": sha256(archive.read_bytes()),
             "machine_in_archive": source, "imported_as": target_id, "code": listing["code"],
         }, indent=2, sort_keys=True) + "\n")
-        os.replace(staging, target)
+        (staging / "imported.json").chmod(0o444)
+        os.chmod(staging, 0o755)
+        os.rename(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -9,6 +9,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from d2lperf import data
+from d2lperf.machine import MachineIdError, check_machine_id
+
 # One training run per entry: devices[i] devices, batch_sizes[i], learning_rates[i].
 TRAINING_LISTS = ("devices", "batch_sizes", "learning_rates")
 
@@ -61,9 +64,45 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
                     f"config section presets.{name}.{section}: {', '.join(lists)} must have "
                     f"one entry per training run, the same number each ({sizes})"
                 )
+    for key in ("machine", "baseline_machine"):
+        if config.get(key):
+            try:
+                check_machine_id(config[key], f"config key {key} =")
+            except MachineIdError as error:
+                raise ConfigError(f"{error} (or empty)") from None
     presets = sorted(config["presets"])
     if config["preset"] not in presets:
         raise ConfigError(
             f"unknown preset {config['preset']!r} (config key 'preset'); "
             f"allowed: {', '.join(presets)}"
         )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_threads(threads: int | str, available: int) -> None:
+    """Refuse more threads than this process may run on: each timing would share cores."""
+    if threads != "auto" and threads > available:
+        raise ConfigError(
+            f"config key threads = {threads}: more than the {available} cores this run may use; "
+            f"allowed: 1 to {available}, or 'auto' (one per core)")
+
+
+def check_data_dir(data_dir: str) -> None:
+    """A configured data_dir must hold the four Fashion-MNIST files, intact: the training
+    sections never fall back to another copy behind the config's back."""
+    if not data_dir:
+        return
+    folder = Path(data_dir).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"config key data_dir = {_short(data_dir)}: {folder} is missing: "
+                          "no such folder; allowed: a folder with the four Fashion-MNIST .gz "
+                          f"files ({', '.join(data.FILES)}), or empty")
+    problems = data.verify(folder)
+    if problems:
+        raise ConfigError(f"config key data_dir = {_short(data_dir)}: " + "; ".join(problems)
+                          + "; allowed: a folder with the four Fashion-MNIST .gz files intact,"
+                          " or empty")

@@ -69,6 +69,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def positive_fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") \
+            from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
+    return value
+
+
 def parser(description: str, *, repeated: bool = True) -> argparse.ArgumentParser:
     """The common arguments; ``repeated=False`` for sections whose samples are epochs."""
     p = argparse.ArgumentParser(description=description)

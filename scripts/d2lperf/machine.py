@@ -14,6 +14,25 @@ import shutil
 import subprocess
 from typing import Any
 
+# A machine id names a folder under results/ and reaches shell lines and archives: one
+# path component, never hidden (staging folders are), never an option, bounded in length.
+MACHINE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
+MACHINE_ID_RULE = ("1 to 120 characters: letters, digits, '.', '_' or '-', starting with a "
+                   "letter or digit")
+
+
+class MachineIdError(ValueError):
+    """Not a machine id; the message says what one looks like."""
+
+
+def check_machine_id(text: object, where: str = "machine id") -> str:
+    """``text`` when it is a valid machine id, else MachineIdError naming ``where``.
+    The one check of every id: config, ``--as``, archive manifests, folders under results/."""
+    if not isinstance(text, str) or not MACHINE_ID.fullmatch(text):
+        shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
+        raise MachineIdError(f"{where} {shown} is not a valid machine id: {MACHINE_ID_RULE}")
+    return text
+
 
 def _cpuinfo_field(name: str) -> str | None:
     try:

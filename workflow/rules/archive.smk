@@ -37,6 +37,6 @@ rule archive:
         py=WORKFLOW_PY,
         results=lambda wildcards, input: os.path.dirname(input.report),
     shell:
-        "{params.py} {input.script} --results {params.results}"
-        " --extra workflow.lock.txt={input.workflow_lock} mxnet.lock.txt={input.mxnet_lock}"
-        " --out {output} > {log} 2>&1"
+        "{params.py:q} {input.script:q} --results {params.results:q}"
+        " --extra workflow.lock.txt={input.workflow_lock:q}"
+        " mxnet.lock.txt={input.mxnet_lock:q} --out {output:q} > {log:q} 2>&1"

@@ -6,15 +6,17 @@ from snakemake.settings.types import DeploymentMethod
 
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
-from d2lperf.configcheck import ConfigError, check_config
+from d2lperf.presets import cli_args
+from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check_threads
 from d2lperf.blas import BlasError, find_system_blas
-from d2lperf.machine import gpus, machine_id
+from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
 from d2lperf.provenance import PINNED_THREAD_VARIABLES
 
 try:
     check_config(
         config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml")
     )
+    check_data_dir(config.get("data_dir", ""))
 except ConfigError as error:
     raise WorkflowError(f"Invalid configuration:\n{error}") from None
 
@@ -26,7 +28,14 @@ if workflow.remote_exec and not config.get("machine"):
         "submitting (--config machine=<id of the compute nodes>), since the id derived from "
         f"this node ({machine_id()}) need not be the submitting host's"
     )
-MACHINE = config.get("machine") or machine_id()
+try:
+    MACHINE = config.get("machine") or check_machine_id(
+        machine_id(), "the machine id derived from this hardware,"
+    )
+except MachineIdError as error:
+    raise WorkflowError(
+        f"Invalid configuration:\n{error}; set config key machine to one"
+    ) from None
 # A non-default BLAS makes a variant of this machine's results, in a folder of its own
 # that the report compares with the stock one (issue: MXNet's bundled BLAS).
 if config.get("blas", "bundled") == "system":
@@ -39,13 +48,37 @@ else:
     SYSTEM_BLAS = ""
     RESULTS = f"results/{MACHINE}"
 RESULTS_ID = os.path.basename(RESULTS)
-# Other machines' results (imported archives, earlier runs elsewhere): compared in the
-# report, never written by any rule here, since every rule writes under RESULTS.
-OTHER_MACHINES = sorted(
-    path.parent.name
-    for path in Path("results").glob("*/summary.csv")
-    if path.parent.name != RESULTS_ID
-)
+# Imported results are another machine's: never re-run, never mixed with this one's
+# (nor written into by a BLAS variant's reference run, which goes to results/<machine>).
+for folder in sorted({RESULTS, f"results/{MACHINE}"}):
+    if os.path.exists(f"{folder}/imported.json"):
+        raise WorkflowError(
+            f"Invalid configuration:\nconfig key machine = {MACHINE!r}: {folder} holds "
+            "results imported from another machine (it has imported.json), which this "
+            "workflow never writes into; choose another machine id"
+        )
+
+
+def other_machines():
+    """Other machines' results (imported archives, earlier runs elsewhere): compared in
+    the report, never written by any rule here, since every rule writes under RESULTS.
+    Hidden folders (an import's staging folder) are never a machine; any other folder
+    name must be a machine id, since it reaches the compare rule's command line."""
+    found = []
+    for path in sorted(Path("results").glob("*/summary.csv")):
+        name = path.parent.name
+        if name.startswith(".") or name == RESULTS_ID:
+            continue
+        try:
+            found.append(check_machine_id(name, f"folder results/{name}:"))
+        except MachineIdError as error:
+            raise WorkflowError(
+                f"{error}; rename or remove that folder (results/ holds one folder per machine)"
+            ) from None
+    return found
+
+
+OTHER_MACHINES = other_machines()
 # Speed-ups are against the configured machine; a BLAS variant's against its stock run.
 BASELINE = config.get("baseline_machine") or (
     MACHINE if SYSTEM_BLAS and MACHINE in OTHER_MACHINES else RESULTS_ID
@@ -61,6 +94,13 @@ PRESET = config["presets"][config["preset"]]
 AVAILABLE_CORES = (
     len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 )
+# Refused, not capped: a timing with more threads than cores is a different experiment.
+# A cluster submitter's own cores say nothing of the nodes': each job checks its own.
+if workflow.local_exec or workflow.remote_exec:
+    try:
+        check_threads(config["threads"], AVAILABLE_CORES)
+    except ConfigError as error:
+        raise WorkflowError(f"Invalid configuration:\n{error}") from None
 THREADS = AVAILABLE_CORES if config["threads"] == "auto" else config["threads"]
 # The experiment environment's interpreter, and the workflow environment's (this
 # one). Under --sdm conda each rule's conda environment provides `python` instead.
@@ -91,30 +131,24 @@ SECTIONS = {
 EXPERIMENTS = list(SECTIONS)
 
 
-def experiment_outputs(section):
+def experiment_paths(section):
     return {
         "csv": f"{RESULTS}/{section}/samples.csv",
         "sidecar": f"{RESULTS}/{section}/run.json",
     }
 
 
+def experiment_outputs(section):
+    """A section's raw results, flagged update(): Snakemake neither deletes them before a
+    re-run nor on Ctrl-C (it backs them up, restores them if the job fails), and the
+    scripts replace them atomically when they finish, so an interrupted re-run keeps the
+    previous results; the next run re-runs it (rerun-incomplete, in the profiles)."""
+    return {key: update(path) for key, path in experiment_paths(section).items()}
+
+
 # What the aggregation rules read: every section's raw samples and run record.
-SAMPLE_TABLES = [experiment_outputs(s)["csv"] for s in EXPERIMENTS]
-RUN_RECORDS = [experiment_outputs(s)["sidecar"] for s in EXPERIMENTS]
-
-
-def cli_flags(options):
-    """Preset entries as the script's options: batch_sizes: [256, 512] -> --batch-sizes 256 512."""
-    flags = []
-    for key, value in options.items():
-        flag = f"--{key.replace('_', '-')}"
-        if isinstance(value, bool):
-            flags += [flag] if value else []
-        elif isinstance(value, list):
-            flags += [flag, *map(str, value)]
-        elif value is not None:
-            flags += [flag, str(value)]
-    return " ".join(flags)
+SAMPLE_TABLES = [experiment_paths(s)["csv"] for s in EXPERIMENTS]
+RUN_RECORDS = [experiment_paths(s)["sidecar"] for s in EXPERIMENTS]
 
 
 def device_kind(section):
@@ -149,7 +183,8 @@ def section_args(section):
         options["export_dir"] = f"{RESULTS}/hybridize/model"
     if SYSTEM_BLAS and SECTIONS[section]["blas"]:
         options["blas_reference"] = BLAS_REFERENCE
-    return cli_flags(options)
+    # one word each, for `{params.args:q}`
+    return cli_args(options)
 
 
 BLAS_REFERENCE = f"results/{MACHINE}/blas_reference.npz"
@@ -163,21 +198,15 @@ def blas_inputs(section):
 
 
 def job_environment(section=None):
-    """The shell prefix of every MXNet job: thread counts set before the process starts
-    (a preloaded BLAS reads them when it loads, before any Python runs, and Snakemake
-    would otherwise set them to the job's `threads`), and the configured BLAS in place
-    of the bundled one."""
+    """The environment of every MXNet job, as `env` arguments (`env {params.environment:q}`):
+    thread counts set before the process starts (a preloaded BLAS reads them when it loads,
+    before any Python runs, and Snakemake would otherwise set them to the job's `threads`),
+    the configured BLAS in place of the bundled one, and unbuffered output, so that a killed
+    job's log holds all it printed."""
     n = section_threads(section)
-    prefix = " ".join(f"{name}={n}" for name in PINNED_THREAD_VARIABLES) + " "
-    return prefix + (f"LD_PRELOAD={SYSTEM_BLAS} " if SYSTEM_BLAS else "")
-
-
-def on_failure(section):
-    """Shell fallback: a failed experiment still leaves a run record the report can show."""
-    return (
-        f"|| {WORKFLOW_PY} scripts/record_failure.py --experiment {section} "
-        f"--exit-code $? --log {{log}} --csv {{output.csv}} --sidecar {{output.sidecar}}"
-    )
+    variables = [f"{name}={n}" for name in PINNED_THREAD_VARIABLES]
+    variables.append("PYTHONUNBUFFERED=1")
+    return variables + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if SYSTEM_BLAS else [])
 
 
 def comparison_inputs(wildcards):
@@ -193,8 +222,12 @@ def comparison_inputs(wildcards):
 
 def comparison_args(wildcards, input):
     if "comparison" not in input.keys():
-        return ""
-    return (
-        f"--comparison {input.comparison} --comparison-verdicts {input.comparison_verdicts}"
-        f" --comparison-plot {input.comparison_plot}"
-    )
+        return []
+    return [
+        "--comparison",
+        input.comparison,
+        "--comparison-verdicts",
+        input.comparison_verdicts,
+        "--comparison-plot",
+        input.comparison_plot,
+    ]

@@ -20,8 +20,8 @@ rule machine_info:
         machine=RESULTS_ID,
         environment=job_environment(),
     shell:
-        "{params.environment}{params.py} {input.script} --machine {params.machine} --out {output}"
-        " > {log} 2>&1"
+        "env {params.environment:q} {params.py:q} {input.script:q}"
+        " --machine {params.machine:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule blas_reference:
@@ -36,7 +36,7 @@ rule blas_reference:
     params:
         py=EXPERIMENT_PY,
     shell:
-        "{params.py} {input.script} --out {output} > {log} 2>&1"
+        "{params.py:q} {input.script:q} --out {output:q} > {log:q} 2>&1"
 
 
 for section in EXPERIMENTS:
@@ -58,10 +58,18 @@ for section in EXPERIMENTS:
         resources:
             machine_lock=MACHINE_LOCK,
         params:
+            # Bound here, while the loop is at this section: the shell line below is
+            # formatted when the job runs, long after the loop has ended.
+            section=section,
             py=EXPERIMENT_PY,
             args=section_args(section),
             environment=job_environment(section),
+            workflow_py=WORKFLOW_PY,
+        # A failed script still leaves a run record the report shows, with its log; an
+        # interrupted one (Ctrl-C, SIGTERM) fails the job and keeps the previous results.
         shell:
-            "{params.environment}{params.py} {input.script} {params.args}"
-            " --csv {output.csv} --sidecar {output.sidecar} > {log} 2>&1 "
-            + on_failure(section)
+            "env {params.environment:q} {params.py:q} {input.script:q} {params.args:q}"
+            " --csv {output.csv:q} --sidecar {output.sidecar:q} > {log:q} 2>&1"
+            " || {params.workflow_py:q} scripts/record_failure.py"
+            " --experiment {params.section:q} --exit-code $? --log {log:q}"
+            " --csv {output.csv:q} --sidecar {output.sidecar:q}"

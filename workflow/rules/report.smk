@@ -32,10 +32,10 @@ rule summarise:
         py=WORKFLOW_PY,
         band=config.get("practical_band", 0.05),
     shell:
-        "{params.py} {input.script} --runs {input.runs} --reference {input.reference}"
-        " --schema {input.schema} --summary {output.summary} --outputs {output.outputs}"
-        " --verdicts {output.verdicts} --band {params.band}"
-        " > {log} 2>&1"
+        "{params.py:q} {input.script:q} --runs {input.runs:q} --reference {input.reference:q}"
+        " --schema {input.schema:q} --summary {output.summary:q}"
+        " --outputs {output.outputs:q} --verdicts {output.verdicts:q} --band {params.band:q}"
+        " > {log:q} 2>&1"
 
 
 rule plots:
@@ -58,8 +58,8 @@ rule plots:
     params:
         py=WORKFLOW_PY,
     shell:
-        "{params.py} {input.script} --summary {input.summary} --samples {input.samples}"
-        " --out {output} > {log} 2>&1"
+        "{params.py:q} {input.script:q} --summary {input.summary:q}"
+        " --samples {input.samples:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule compare:
@@ -81,9 +81,10 @@ rule compare:
         py=WORKFLOW_PY,
         baseline=BASELINE,
     shell:
-        "{params.py} {input.script} --summaries {input.summaries} --verdicts {input.verdicts}"
-        " --baseline {params.baseline} --table {output.table}"
-        " --verdicts-table {output.verdicts} --plot {output.plot} > {log} 2>&1"
+        "{params.py:q} {input.script:q} --summaries {input.summaries:q}"
+        " --verdicts {input.verdicts:q} --baseline {params.baseline:q}"
+        " --table {output.table:q} --verdicts-table {output.verdicts:q}"
+        " --plot {output.plot:q} > {log:q} 2>&1"
 
 
 rule report:
@@ -116,8 +117,9 @@ rule report:
         preset=config["preset"],
         comparison=comparison_args,
     shell:
-        "{params.py} {input.script} --machine {input.machine} --summary {input.summary}"
-        " --outputs {input.outputs} --verdicts {input.verdicts} --runs {input.runs} --plots {input.plots}"
-        " --benchmarks {input.benchmarks}"
-        " --sections {input.sections} --template {input.template} --preset {params.preset}"
-        " {params.comparison} --out {output} > {log} 2>&1"
+        "{params.py:q} {input.script:q} --machine {input.machine:q}"
+        " --summary {input.summary:q} --outputs {input.outputs:q}"
+        " --verdicts {input.verdicts:q} --runs {input.runs:q} --plots {input.plots:q}"
+        " --benchmarks {input.benchmarks:q} --sections {input.sections:q}"
+        " --template {input.template:q} --preset {params.preset:q}"
+        " {params.comparison:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,21 @@
+"""A preset's entries as a section script's command-line options (DESIGN.md decision 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def cli_args(options: Mapping[str, Any]) -> list[str]:
+    """``{"batch_sizes": [256, 512], "data_download": True}`` ->
+    ``["--batch-sizes", "256", "512", "--data-download"]``; False and None are left out."""
+    args: list[str] = []
+    for key, value in options.items():
+        flag = f"--{key.replace('_', '-')}"
+        if isinstance(value, bool):
+            args += [flag] if value else []
+        elif isinstance(value, list):
+            args += [flag, *map(str, value)]
+        elif value is not None:
+            args += [flag, str(value)]
+    return args

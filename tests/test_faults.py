@@ -1,0 +1,158 @@
+"""Faults: a crashing or killed experiment job, and Ctrl-C during a forced re-run.
+
+A killed job is recorded as failed under its own name, with its log; an interrupted
+re-run keeps the previous raw results, and the next run re-runs that section."""
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from markupsafe import escape
+
+from conftest import CI_CONFIG, CI_MACHINE, SNAKEMAKE, WORKFLOW_PYTHON, copy_workflow, snakemake
+
+SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",
+            "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon", "ceilings"]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def raw_results(results: Path) -> dict[str, str]:
+    """Every section's raw samples and run record, by checksum."""
+    return {f"{s}/{name}": digest(results / s / name) for s in SECTIONS
+            for name in ("samples.csv", "run.json") if (results / s / name).exists()}
+
+
+def fresh_copy(ci_run, tmp_path) -> tuple[Path, Path]:
+    """A workflow copy holding the CI run's results, copied now so newer than its scripts."""
+    work = copy_workflow(tmp_path / "wf")
+    results = work / "results" / CI_MACHINE
+    shutil.copytree(ci_run[1], results, copy_function=shutil.copy)
+    return work, results
+
+
+def section_process(work: Path, section: str) -> int | None:
+    """The pid of the Python process running the section's script (<section>.py) in this
+    workflow copy."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        argv = [arg.decode(errors="replace") for arg in raw.split(b"\0") if arg]
+        if argv and cwd == str(work) and "python" in Path(argv[0]).name and any(
+                Path(arg).name == f"{section}.py" for arg in argv[1:]):
+            return int(entry.name)
+    return None
+
+
+def start_snakemake(work: Path, *args: str) -> subprocess.Popen:
+    """Snakemake in its own session, like a terminal's foreground process group."""
+    return subprocess.Popen([str(SNAKEMAKE), *args], cwd=work, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def wait_for(condition, process: subprocess.Popen, timeout: float = 120):
+    """Poll until condition() is truthy (returning it), or None once snakemake has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        if process.poll() is not None:
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def test_failure_records_name_their_own_experiment(tmp_path):
+    """Two sections crash (no MXNet in their interpreter): each record names its section."""
+    work = copy_workflow(tmp_path / "wf")
+    targets = [f"results/broken/{s}/run.json" for s in ("async_computation", "hybridize")]
+    done = snakemake(work, *targets, "--cores", "2", "--config", "preset=ci",
+                     "machine=broken", f"experiment_python={WORKFLOW_PYTHON}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    for target in targets:
+        run = json.loads((work / target).read_text())
+        assert run["experiment"] == Path(target).parent.name, run
+        assert run["status"] == "failed" and "No module named 'mxnet'" in run["log_tail"]
+
+
+def test_sigkill_of_one_job_is_reported_with_its_log(ci_run, tmp_path, experiment_python):
+    work, results = fresh_copy(ci_run, tmp_path)
+    before = raw_results(results)
+    log = results / "logs/hybridize.log"
+    run = start_snakemake(work, "--cores", "2", *CI_CONFIG,
+                          f"experiment_python={experiment_python}", "--forcerun", "hybridize")
+    try:
+        # the job has written part of its log (unbuffered) and is still running
+        pid = wait_for(lambda: log.exists() and log.stat().st_size > 0
+                       and section_process(work, "hybridize"), run)
+        assert pid, "the hybridize job wrote nothing to its log while it ran"
+        os.kill(pid, signal.SIGKILL)
+        out, _ = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 0, out[-3000:]
+    record = json.loads((results / "hybridize/run.json").read_text())
+    assert record["experiment"] == "hybridize" and record["status"] == "failed", record
+    assert record["exit_code"] == 128 + signal.SIGKILL
+    assert record["log_tail"].strip(), "empty log tail"
+    page = (results / "report.html").read_text(encoding="utf-8")
+    # hybridize, and it alone, is shown failed (the table of runs has one row per section)
+    assert '<td>hybridize</td><td class="status-failed">failed</td>' in page
+    assert page.count('class="status-failed">failed</td>') == 1
+    assert str(escape(record["log_tail"].splitlines()[0])) in page
+    after = raw_results(results)
+    assert {k: v for k, v in after.items() if not k.startswith("hybridize/")} == {
+        k: v for k, v in before.items() if not k.startswith("hybridize/")}
+
+
+def test_ctrl_c_during_forcerun_keeps_the_previous_results(ci_run, tmp_path, experiment_python):
+    work, results = fresh_copy(ci_run, tmp_path)
+    before = raw_results(results)
+    config = [*CI_CONFIG, f"experiment_python={experiment_python}"]
+    run = start_snakemake(work, "--cores", "2", *config, "--forcerun", "hybridize")
+    try:
+        pid = wait_for(lambda: section_process(work, "hybridize"), run)
+        assert pid, "the hybridize job never started"
+        time.sleep(0.5)  # inside MXNet by now
+        os.killpg(run.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
+        out, _ = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode != 0, out[-3000:]
+    assert raw_results(results) == before  # the previous raw results are all still there
+
+    done = snakemake(work, "--cores", "2", *config)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = [line.split()[1].rstrip(":") for line in (done.stdout + done.stderr).splitlines()
+           if line.startswith(("rule ", "localrule "))]
+    assert "hybridize" in ran  # the interrupted section is re-run, not taken as done
+    assert raw_results(results).keys() == before.keys()
+    record = json.loads((results / "hybridize/run.json").read_text())
+    assert record["status"] == "ok", record
+    # what the report and its tables show is what the raw samples say
+    samples = pd.read_csv(results / "hybridize/samples.csv")
+    summary = pd.read_csv(results / "summary.csv")
+    page = (results / "report.html").read_text(encoding="utf-8")
+    for case, group in samples.groupby("case"):
+        median = statistics.median(group["value"])
+        row = summary[(summary["experiment"] == "hybridize") & (summary["case"] == case)]
+        assert row["median"].iloc[0] == pytest.approx(median, rel=1e-12)
+        assert f"{median:.4f} s" in page

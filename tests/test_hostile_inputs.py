@@ -1,0 +1,359 @@
+"""Hostile inputs: crafted archives, machine ids, folder names and config values.
+
+Nothing from an archive, a folder name or the config ever runs as a command; a bad one
+is refused with a message naming it, and nothing is written."""
+
+import copy
+import gzip
+import hashlib
+import io
+import json
+import re
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
+from d2lperf import archive, configcheck
+from d2lperf import machine as machines
+from d2lperf.archive import ArchiveError, import_archive
+from d2lperf.configcheck import ConfigError, check_config
+from d2lperf.data import find_fashion_mnist
+
+SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
+CONFIG_SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
+SAMPLES = (b"experiment,case,metric,unit,repeat,value,epoch,devices\n"
+           b"hybridize,mlp_before_hybridize,time,s,0,0.4,,\n")
+MACHINE_JSON = json.dumps({"machine": "box", "cpu": {"model": "X", "logical_cores": 2},
+                           "gpus": [], "memory_bytes": 1}).encode()
+SUMMARY_COLUMNS = ("experiment,case,metric,epoch,unit,devices,label,count,min,median,max,"
+                   "ci_low,ci_high,status")
+SUMMARY = (SUMMARY_COLUMNS + "\n"
+           "hybridize,mlp_before_hybridize,time,,s,,MLP,1,0.4,0.4,0.4,0.4,0.4,ok\n").encode()
+VERDICTS = (b"claim,name,section,verdict,evidence,rule\n"
+            b"hybridize is faster,hybridize_speeds_up_mlp,hybridize,inconclusive,n = 1,rule\n"
+            )
+GOOD = [("box/machine.json", MACHINE_JSON),
+        ("box/hybridize/samples.csv", SAMPLES),
+        ("box/hybridize/run.json", b'{"experiment": "hybridize", "status": "ok"}'),
+        ("box/summary.csv", SUMMARY),
+        ("box/verdicts.csv", VERDICTS)]
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file and folder under folder, hidden ones included, with its checksum."""
+    return {str(p.relative_to(folder)): (hashlib.sha256(p.read_bytes()).hexdigest()
+                                         if p.is_file() else "dir")
+            for p in sorted(folder.rglob("*"))}
+
+
+def tar(out: Path, entries, machine="box", files=None, manifest=None, level=1) -> Path:
+    """A gzip'd tar of the entries (name, bytes) in order, duplicates and all, behind a
+    manifest listing them (or the given files mapping, or the given raw manifest)."""
+    if manifest is None:
+        listed = files if files is not None else {n: archive.sha256(d) for n, d in entries}
+        manifest = json.dumps({"format": 1, "machine": machine, "code": {},
+                               "files": listed}).encode()
+    with tarfile.open(out, "w:gz", compresslevel=level) as handle:
+        for name, data in [("manifest.json", manifest), *entries]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            handle.addfile(info, io.BytesIO(data))
+    return out
+
+
+def replaced(name, data):
+    return [(n, data if n == name else d) for n, d in GOOD]
+
+
+def renamed(machine):
+    return [(machine + n[len("box"):], d) for n, d in GOOD]
+
+
+def claimed_but_absent(out: Path) -> Path:
+    """A member whose header claims 1 GiB, with only a few bytes behind it: refused from
+    the header, before any of its content is read (reading would find it truncated)."""
+    listing = json.dumps({"format": 1, "machine": "box", "code": {},
+                          "files": {"box/big.bin": "0" * 64}}).encode()
+    raw = io.BytesIO()
+    for name, data in (("manifest.json", listing),):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        raw.write(info.tobuf(tarfile.PAX_FORMAT))
+        raw.write(data + b"\0" * (-len(data) % 512))
+    info = tarfile.TarInfo("box/big.bin")
+    info.size = 1 << 30
+    raw.write(info.tobuf(tarfile.PAX_FORMAT) + b"\0" * 4096)
+    out.write_bytes(gzip.compress(raw.getvalue()))
+    return out
+
+
+def many_members(out: Path) -> Path:
+    entries = GOOD + [(f"box/many/{i}.txt", b"x") for i in range(archive.MAX_MEMBERS)]
+    return tar(out, entries)
+
+
+def too_much_in_total(out: Path) -> Path:
+    part = b"\0" * (archive.MAX_MEMBER_BYTES - 1)
+    count = archive.MAX_TOTAL_BYTES // len(part) + 1
+    digest = archive.sha256(part)
+    entries = GOOD + [(f"box/part{i}.bin", part) for i in range(count)]
+    files = {n: archive.sha256(d) for n, d in GOOD} | {n: digest for n, _ in entries[len(GOOD):]}
+    return tar(out, entries, files=files)
+
+
+def duplicated_member(out: Path) -> Path:
+    bad = SAMPLES.replace(b"0.4", b"9.9")
+    files = {n: archive.sha256(d) for n, d in GOOD} | {"box/hybridize/samples.csv":
+                                                      archive.sha256(bad)}
+    return tar(out, GOOD + [("box/hybridize/samples.csv", bad)], files=files)
+
+
+def duplicated_manifest(out: Path) -> Path:
+    second = json.dumps({"format": 1, "machine": "box", "code": {},
+                         "files": {n: archive.sha256(d) for n, d in GOOD}}).encode()
+    return tar(out, [*GOOD, ("manifest.json", second)])
+
+
+HOSTILE = {
+    "machine id runs a command": (lambda o: tar(o, renamed("$(touch pwned)"),
+                                                machine="$(touch pwned)"), "machine id"),
+    "machine id of 300 characters": (lambda o: tar(o, renamed("m" * 300), machine="m" * 300),
+                                     "machine id"),
+    "machine id of a staging folder": (lambda o: tar(o, renamed(".import-x"),
+                                                     machine=".import-x"), "machine id"),
+    "machine id not a string": (lambda o: tar(o, GOOD, machine=["box"]), "machine id"),
+    "member claims 1 GiB": (claimed_but_absent, "box/big.bin is 1073741824 bytes"),
+    "members add up past the limit": (too_much_in_total, "in all, more than"),
+    "too many members": (many_members, "more than 10000 members"),
+    "member twice": (duplicated_member, "twice: box/hybridize/samples.csv"),
+    "manifest twice": (duplicated_manifest, "twice: manifest.json"),
+    "manifest not JSON": (lambda o: tar(o, GOOD, manifest=b"{not json"), "manifest.json"),
+    "manifest files not a mapping": (lambda o: tar(o, GOOD, files=[n for n, _ in GOOD]),
+                                     "manifest.json"),
+    "machine.json not JSON": (lambda o: tar(o, replaced("box/machine.json", b"{oops")),
+                              "box/machine.json: not JSON"),
+    "machine.json not an object": (lambda o: tar(o, replaced("box/machine.json", b"[1, 2]")),
+                                   "box/machine.json: not a JSON object"),
+    "run.json not JSON": (lambda o: tar(o, replaced("box/hybridize/run.json", b"\xff\xfe")),
+                          "box/hybridize/run.json: not JSON"),
+    "summary.csv without its median column": (
+        lambda o: tar(o, replaced("box/summary.csv", SUMMARY.replace(b",median,", b",mid,"))),
+        "box/summary.csv: missing column median"),
+    "summary.csv with a word for a number": (
+        lambda o: tar(o, replaced("box/summary.csv", SUMMARY.replace(b",0.4,0.4,ok", b",0.4,"
+                                                                     b"fast,ok"))),
+        "box/summary.csv: row 2: ci_high"),
+    "verdicts.csv with an unknown verdict": (
+        lambda o: tar(o, replaced("box/verdicts.csv", VERDICTS.replace(b"inconclusive",
+                                                                       b"proven"))),
+        "box/verdicts.csv: row 2: verdict 'proven'"),
+    "verdicts.csv with a claim twice": (
+        lambda o: tar(o, replaced("box/verdicts.csv", VERDICTS + VERDICTS.splitlines(True)[1])),
+        "box/verdicts.csv: row 3: claim 'hybridize_speeds_up_mlp' twice"),
+    "summary.csv without verdicts.csv": (
+        lambda o: tar(o, [(n, d) for n, d in GOOD if n != "box/verdicts.csv"]),
+        "box/summary.csv without box/verdicts.csv"),
+    "summary figures without their raw samples": (
+        lambda o: tar(o, [(n, d) for n, d in GOOD if "/hybridize/" not in n]),
+        "figures of hybridize but no box/hybridize/samples.csv"),
+    "member name with a newline": (lambda o: tar(o, GOOD + [("box/evil\nname.txt", b"x")]),
+                                   "refusing member name"),
+    "hidden member": (lambda o: tar(o, GOOD + [("box/.snakemake/metadata", b"x")]),
+                      "refusing member name"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_hostile_archive_is_refused_and_nothing_is_written(tmp_path, kind):
+    make, message = HOSTILE[kind]
+    results_root = tmp_path / "results"
+    (results_root / "existing").mkdir(parents=True)
+    (results_root / "existing/summary.csv").write_bytes(SUMMARY)
+    bad = make(tmp_path / "hostile.tar.gz")
+    before = tree(tmp_path)
+    with pytest.raises(ArchiveError) as refusal:
+        import_archive(bad, results_root, SCHEMA)
+    assert message in str(refusal.value)
+    assert tree(tmp_path) == before
+
+
+def test_good_archive_of_the_same_shape_is_imported(tmp_path):
+    """The hostile archives above differ from this one in one thing each."""
+    target = import_archive(tar(tmp_path / "good.tar.gz", GOOD), tmp_path / "results", SCHEMA)
+    assert (target / "summary.csv").read_bytes() == SUMMARY
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["box"]
+
+
+@pytest.mark.parametrize("new_id", ["../../x", "/tmp/elsewhere", "$(touch pwned)", "a/b", "",
+                                    "x" * 300, ".hidden"])
+def test_import_as_a_bad_id_is_refused(tmp_path, new_id):
+    good = tar(tmp_path / "good.tar.gz", GOOD)
+    work = tmp_path / "work"
+    work.mkdir()
+    before = tree(tmp_path)
+    done = subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), str(good),
+         "--as", new_id, "--results", str(work / "results")],
+        cwd=work, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "machine id" in done.stderr and "Traceback" not in done.stderr
+    assert tree(tmp_path) == before
+
+
+def test_import_cleans_staging_folders_of_dead_imports(tmp_path):
+    """An import killed half-way leaves its staging folder; the next import removes it."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    results_root = tmp_path / "results"
+    stale = results_root / f".import-{gone.pid}-abc"
+    stale.mkdir(parents=True)
+    (stale / "summary.csv").write_bytes(SUMMARY)
+    import_archive(tar(tmp_path / "good.tar.gz", GOOD), results_root, SCHEMA)
+    assert sorted(p.name for p in results_root.iterdir()) == ["box"]
+
+
+@pytest.mark.parametrize("text", ["amd-epyc-2c-nogpu", "ci-test-machine", "Box_1.2",
+                                  "intel-xeon-8c-2xnvidia-a100--system-blas"])
+def test_machine_ids_that_are_fine(text):
+    assert machines.check_machine_id(text) == text
+
+
+@pytest.mark.parametrize("text", ["", "../x", "/abs", "a/b", "$(id)", "a b", "a\nb", ".x",
+                                  "-x", "x" * 121, "é", 7])
+def test_machine_ids_that_are_refused(text):
+    with pytest.raises(machines.MachineIdError, match="machine id"):
+        machines.check_machine_id(text)
+
+
+def test_the_derived_machine_id_passes():
+    gpus = ["NVIDIA H100 80GB HBM3"] * 4 + ["NVIDIA A100-SXM4-80GB"] * 4 + ["Tesla V100"]
+    derived = machines.machine_id(cpu="AMD EPYC 7763 64-Core Processor", cores=256,
+                                  gpu_names=gpus)
+    assert machines.check_machine_id(derived + "--system-blas")
+
+
+def placeholders(rules_text: str) -> list[str]:
+    """Every {placeholder} inside the shell: directives of a rules file."""
+    found = []
+    for block in re.findall(r"^(\s*)shell:\n((?:\1\s+.*\n)+)", rules_text, re.M):
+        text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', block[1]))
+        found += re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", text)
+    return found
+
+
+def test_every_shell_placeholder_is_quoted():
+    found = [(path.name, p) for path in sorted((REPO / "workflow/rules").glob("*.smk"))
+             for p in placeholders(path.read_text())]
+    assert len(found) > 40
+    assert [f for f in found if not f[1].endswith(":q")] == []
+
+
+def test_threads_above_the_cores_are_refused():
+    with pytest.raises(ConfigError, match=r"config key threads = 1000: more than the 2 cores"):
+        configcheck.check_threads(1000, 2)
+    configcheck.check_threads(2, 2)
+    configcheck.check_threads("auto", 2)
+
+
+def test_machine_of_300_characters_names_the_key():
+    config = copy.deepcopy(CONFIG)
+    config["machine"] = "m" * 300
+    with pytest.raises(ConfigError, match="config key machine = 'mmm"):
+        check_config(config, CONFIG_SCHEMA)
+
+
+def fashion_mnist() -> Path:
+    try:
+        return find_fashion_mnist()
+    except Exception:
+        pytest.skip("no copy of Fashion-MNIST on this machine (make data)")
+
+
+def test_data_dir_must_hold_the_four_verified_files(tmp_path):
+    with pytest.raises(ConfigError, match=r"config key data_dir = .*missing: no such folder"):
+        configcheck.check_data_dir(str(tmp_path / "nowhere"))
+    source = fashion_mnist()
+    folder = tmp_path / "data"
+    shutil.copytree(source, folder)
+    configcheck.check_data_dir(str(folder))
+    labels = folder / "t10k-labels-idx1-ubyte.gz"
+    labels.write_bytes(labels.read_bytes()[:100])
+    with pytest.raises(ConfigError, match=r"config key data_dir = .*t10k-labels-idx1-ubyte"):
+        configcheck.check_data_dir(str(folder))
+
+
+@pytest.mark.parametrize("setting, key", [
+    ("data_dir=$(touch pwned)/y", "data_dir"),
+    ("threads=1000", "threads"),
+    ("machine=" + "m" * 300, "machine"),
+])
+def test_bad_config_stops_before_any_job(tmp_path, setting, key):
+    """A real run (not a dry run), so an unquoted value would execute."""
+    work = copy_workflow(tmp_path / "wf")
+    done = snakemake(work, "--cores", "1", "results/x/multi_gpu_gluon/run.json", "--config",
+                     "preset=ci", "machine=x", f"experiment_python={WORKFLOW_PYTHON}", setting)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"config key {key} = " in said
+    assert "Traceback" not in said and "OSError" not in said
+    assert not (work / "results").exists() and not (work / "pwned").exists()
+
+
+def test_data_dir_that_needs_quoting_runs_nothing(tmp_path):
+    """A real Fashion-MNIST folder whose name is shell syntax reaches the job as one word."""
+    source = fashion_mnist()
+    work = copy_workflow(tmp_path / "wf")
+    folder = work / "d $(touch pwned);"
+    folder.mkdir()
+    for path in source.iterdir():
+        (folder / path.name).symlink_to(path.resolve())
+    done = snakemake(work, "--cores", "1", "results/x/multi_gpu_gluon/run.json", "--config",
+                     "preset=ci", "machine=x", f"experiment_python={WORKFLOW_PYTHON}",
+                     f"data_dir={folder}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (work / "pwned").exists()
+    run = json.loads((work / "results/x/multi_gpu_gluon/run.json").read_text())
+    assert run["experiment"] == "multi_gpu_gluon" and run["status"] == "failed"
+
+
+def planned_jobs(work: Path, *config: str) -> subprocess.CompletedProcess:
+    return snakemake(work, "-n", "--cores", "1", "--config", "preset=ci", *config,
+                     f"experiment_python={WORKFLOW_PYTHON}")
+
+
+def test_results_folder_named_as_a_command_is_refused(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    hostile = work / "results" / "$(touch pwned)"
+    hostile.mkdir(parents=True)
+    (hostile / "summary.csv").write_bytes(SUMMARY)
+    (hostile / "verdicts.csv").write_bytes(VERDICTS)
+    done = planned_jobs(work, f"machine={CI_MACHINE}")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "folder results/$(touch pwned)" in said and "machine id" in said
+
+
+def test_staging_folder_is_never_a_machine(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    staging = work / "results" / ".import-123-abc"
+    staging.mkdir(parents=True)
+    (staging / "summary.csv").write_bytes(SUMMARY)
+    (staging / "verdicts.csv").write_bytes(VERDICTS)
+    done = planned_jobs(work, f"machine={CI_MACHINE}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rule compare" not in done.stdout + done.stderr
+
+
+def test_run_into_an_imported_folder_is_refused(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    target = import_archive(tar(tmp_path / "good.tar.gz", GOOD), work / "results", SCHEMA)
+    done = planned_jobs(work, "machine=box")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"results/{target.name} holds results imported from another machine" in said
