@@ -29,19 +29,33 @@ from d2lperf.tables import (
     summarise_samples,
 )
 
+# Printed outputs of a PyTorch twin that can be held against the document's: those that
+# depend neither on the framework's random generator nor on how it prints a tensor.
+FRAMEWORK_FREE_OUTPUTS = {"b1_weight", "b1_grad", "allreduce_before", "allreduce_after",
+                          "split_input", "split_output", "net_outputs"}
+Runs = dict[str, dict[str, dict]]  # framework -> experiment -> run record
 
-def load_runs(sidecars: list[Path], schema: Path) -> tuple[dict[str, dict], pd.DataFrame]:
-    """Each experiment's run record, and all its samples (from the samples.csv beside it)."""
-    runs, frames = {}, []
+
+def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
+    """Each framework's run records by experiment, and all their samples (from the
+    samples.csv beside each); a record without a framework is MXNet's."""
+    runs: Runs = {}
+    frames = []
     for sidecar in sidecars:
         run = read_json(sidecar)
-        runs[run["experiment"]] = run
+        runs.setdefault(run.get("framework", "mxnet"), {})[run["experiment"]] = run
         frames.append(load_samples(sidecar.with_name("samples.csv"), schema))
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, samples
 
 
-def summary_table(runs: dict[str, dict], samples: pd.DataFrame, reference: pd.DataFrame):
+def run_of(runs: Runs, experiment: str, framework: object) -> dict:
+    """The run record behind a row (a document figure with no measurement: MXNet's)."""
+    name = framework if isinstance(framework, str) and framework else "mxnet"
+    return runs.get(name, {}).get(experiment, {})
+
+
+def summary_table(runs: Runs, samples: pd.DataFrame, reference: pd.DataFrame):
     measured = summarise_samples(samples)
     figures = reference[reference["metric"] != "output"].rename(
         columns={"printed": "document_printed", "unit": "document_unit"}
@@ -54,7 +68,8 @@ def summary_table(runs: dict[str, dict], samples: pd.DataFrame, reference: pd.Da
     table["unit"] = table["unit"].fillna(table["document_unit"])
     table["document_value"] = pd.to_numeric(table["document_printed"], errors="coerce")
     table["ratio"] = table["median"] / table["document_value"]
-    table["status"] = [runs.get(e, {}).get("status", "missing") for e in table["experiment"]]
+    table["status"] = [run_of(runs, e, f).get("status", "missing")
+                       for e, f in zip(table["experiment"], table["framework"])]
     table = add_rates(table, runs)
     columns = ["document", "variant", "section", "framework", "experiment", "case", "metric",
                "epoch", "unit",
@@ -65,7 +80,7 @@ def summary_table(runs: dict[str, dict], samples: pd.DataFrame, reference: pd.Da
     return table[columns]
 
 
-def add_rates(table: pd.DataFrame, runs: dict[str, dict]) -> pd.DataFrame:
+def add_rates(table: pd.DataFrame, runs: Runs) -> pd.DataFrame:
     """Achieved rate of every dot- or copy-built timing, and its share of the ceiling."""
     ceilings = {r["case"]: r["median"] for r in table.to_dict("records")
                 if r["experiment"] == "ceilings" and r["metric"] == "rate"
@@ -73,7 +88,7 @@ def add_rates(table: pd.DataFrame, runs: dict[str, dict]) -> pd.DataFrame:
     columns = {"achieved": [], "achieved_unit": [], "ceiling": [], "ceiling_case": [],
                "fraction_of_ceiling": []}
     for row in table.to_dict("records"):
-        params = runs.get(row["experiment"], {}).get("parameters", {})
+        params = run_of(runs, row["experiment"], row["framework"]).get("parameters", {})
         amount = workloads.work(row["experiment"], row["case"], params) \
             if row["metric"] == "time" and pd.notna(row["median"]) else None
         achieved = unit = ceiling = case = fraction = None
@@ -98,11 +113,22 @@ def differing_parameters(required: str, parameters: dict) -> str:
                      for k, v in wanted.items() if str(parameters.get(k)) != v)
 
 
-def outputs_table(runs: dict[str, dict], reference: pd.DataFrame) -> pd.DataFrame:
+def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
+    """Every framework's printed outputs beside the document's (MXNet's first)."""
+    tables = [framework_outputs(framework, by_experiment, reference)
+              for framework, by_experiment in sorted(runs.items(),
+                                                     key=lambda item: item[0] != "mxnet")]
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def framework_outputs(framework: str, runs: dict[str, dict],
+                      reference: pd.DataFrame) -> pd.DataFrame:
     rows = []
     expected = reference[reference["metric"] == "output"]
     for ref in expected.to_dict("records"):
         run = runs.get(ref["experiment"], {})
+        if not run and framework != "mxnet":
+            continue  # this framework did not run the section: MXNet's rows say so
         got = run.get("outputs", {}).get(ref["case"])
         other = differing_parameters(ref["parameters"], run.get("parameters", {}))
         match, rule = (None, "") if got is None or other else output_matches(
@@ -110,8 +136,14 @@ def outputs_table(runs: dict[str, dict], reference: pd.DataFrame) -> pd.DataFram
         label = {True: "yes", False: "no", None: "not measured"}[match]
         if other and got is not None:
             label, rule = "other parameters", f"not compared: {other}"
+        if framework != "mxnet" and got is not None and ref["case"] not in FRAMEWORK_FREE_OUTPUTS:
+            label, rule = "other framework", (
+                "not compared: it depends on the framework's random numbers or on how it "
+                "prints (the document's is MXNet's)")
+        if got is not None and got["text"].startswith("not applicable in "):
+            label, rule = "not applicable", got["text"]
         rows.append({
-            "section": ref["section"], "document": ref["document"],
+            "section": ref["section"], "document": ref["document"], "framework": framework,
             "experiment": ref["experiment"], "case": ref["case"], "label": ref["label"],
             "document_printed": ref["printed"], "measured": None if got is None else got["text"],
             "match": label, "rule": rule,
@@ -122,13 +154,15 @@ def outputs_table(runs: dict[str, dict], reference: pd.DataFrame) -> pd.DataFram
         for case, got in run.get("outputs", {}).items():
             if (experiment, case) not in known:
                 rows.append({"experiment": experiment, "case": case, "label": case,
-                             "measured": got["text"], "match": "no document figure",
-                             "status": run.get("status")})
+                             "framework": framework, "measured": got["text"],
+                             "match": "no document figure", "status": run.get("status")})
     return pd.DataFrame(rows)
 
 
-def outputs_verdict(outputs: pd.DataFrame) -> claims.Verdict:
+def outputs_verdict(outputs: pd.DataFrame, framework: str = "mxnet") -> claims.Verdict:
     """Whether this machine prints what the documents printed, where that is deterministic."""
+    if "framework" in outputs:
+        outputs = outputs[outputs["framework"] == framework]
     compared = outputs[outputs["match"].isin(["yes", "no"])]
     failed = compared[compared["match"] == "no"]
     if compared.empty:
@@ -139,7 +173,8 @@ def outputs_verdict(outputs: pd.DataFrame) -> claims.Verdict:
         if not failed.empty:
             evidence += "; differ: " + ", ".join(failed["case"])
     return claims.Verdict("the documents' printed outputs are reproduced", "outputs_reproduced",
-                          "all", verdict, evidence, "each output's own rule (outputs table)")
+                          "all", verdict, evidence, "each output's own rule (outputs table)",
+                          framework=framework)
 
 
 def main() -> int:
@@ -162,12 +197,18 @@ def main() -> int:
         return 1
     summary = summary_table(runs, samples, reference)
     outputs = outputs_table(runs, reference)
-    verdicts = claims.as_frame(claims.judge(summary, runs, reference, samples, band=args.band)
-                               + [outputs_verdict(outputs)])
+    verdicts = claims.as_frame([
+        verdict
+        for framework in sorted(runs, key=lambda name: name != "mxnet")
+        for verdict in claims.judge(summary, runs[framework], reference, samples,
+                                    band=args.band, framework=framework)
+        + [outputs_verdict(outputs, framework)]])
     summary.to_csv(args.summary, index=False)
     outputs.to_csv(args.outputs, index=False)
     verdicts.to_csv(args.verdicts, index=False)
-    print(f"summarised {len(runs)} experiments, {len(samples)} samples")
+    experiments = sum(len(by_experiment) for by_experiment in runs.values())
+    print(f"summarised {experiments} experiment runs ({', '.join(sorted(runs))}), "
+          f"{len(samples)} samples")
     return 0
 
 

@@ -74,7 +74,10 @@ def run_program(python: Path, *parts: str, env: dict[str, str] | None = None,
 
 
 CI_MACHINE = "ci-test-machine"
-CI_CONFIG = ["--config", "preset=ci", f"machine={CI_MACHINE}", "gpu_sections_on_cpu=True"]
+# Both frameworks (the config's default); the copies of the workflow have no environments
+# of their own, so each run names the interpreters (experiment_python where it is given).
+CI_CONFIG = ["--config", "preset=ci", f"machine={CI_MACHINE}", "gpu_sections_on_cpu=True",
+             f"torch_python={TORCH_PYTHON}"]
 
 
 @pytest.fixture(scope="session")

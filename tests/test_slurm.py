@@ -33,8 +33,19 @@ PROFILE = "workflow/profiles/slurm/config.yaml"
 SECTION_GPUS = {"hybridize": 0, "async_computation": 0, "async_memory": 0, "auto_parallelism": 1,
                 "small_ops_parallel": 0, "multi_gpu_scratch": 2, "multi_gpu_gluon": 2,
                 "ceilings": 0}
-# Rules that run MXNet on the compute nodes; everything else is a localrule.
-CLUSTER_RULES = {*SECTION_GPUS, "machine_info"}
+# The PyTorch twins' rules: on a GPU node each runs on a GPU, so each asks for one at least.
+TWIN_GPUS = {f"{section}_pytorch": max(gpus, 1) for section, gpus in SECTION_GPUS.items()
+             if section != "ceilings"}
+TIMING_RULES = {**SECTION_GPUS, **TWIN_GPUS}
+# Rules that run a framework on the compute nodes; everything else is a localrule.
+CLUSTER_RULES = {*TIMING_RULES, "machine_info"}
+
+
+def result_folder(results: Path, rule: str) -> Path:
+    """Where a timing rule's raw results are: a PyTorch twin's inside its section's."""
+    if rule.endswith("_pytorch"):
+        return results / rule.removesuffix("_pytorch") / "pytorch"
+    return results / rule
 SLURM_ARGS = [
     "--workflow-profile", "profiles/slurm",
     # The first status check after 2 s, not 40: the CI jobs take seconds, not hours.
@@ -190,16 +201,17 @@ def test_results_have_the_schema_of_a_local_run(slurm_run, ci_run):
                            if p.is_file() and str(p.relative_to(local)) not in OTHER_TARGETS)
     for name in files:
         assert schema(results / name) == schema(local / name), name
-    for section in SECTION_GPUS:
-        run = json.loads((results / section / "run.json").read_text())
-        assert run["status"] == "ok", (section, run.get("log_tail"))
-        cases = ["experiment", "case", "metric", "unit"]
-        ran = pd.read_csv(results / section / "samples.csv")[cases].drop_duplicates()
-        reference = pd.read_csv(local / section / "samples.csv")[cases].drop_duplicates()
-        assert sorted(map(tuple, ran.values)) == sorted(map(tuple, reference.values)), section
+    for rule in TIMING_RULES:
+        ran_in, local_in = result_folder(results, rule), result_folder(local, rule)
+        run = json.loads((ran_in / "run.json").read_text())
+        assert run["status"] == "ok", (rule, run.get("log_tail"))
+        cases = ["experiment", "framework", "case", "metric", "unit"]
+        ran = pd.read_csv(ran_in / "samples.csv")[cases].drop_duplicates()
+        reference = pd.read_csv(local_in / "samples.csv")[cases].drop_duplicates()
+        assert sorted(map(tuple, ran.values)) == sorted(map(tuple, reference.values)), rule
 
 
-def test_only_the_mxnet_rules_became_slurm_jobs(slurm_run):
+def test_only_the_framework_rules_became_slurm_jobs(slurm_run):
     _, _, jobs = slurm_run
     assert set(jobs) == CLUSTER_RULES  # summarise, plots, report, all ran locally
     assert {rule: job["JobState"] for rule, job in jobs.items()} == dict.fromkeys(
@@ -215,8 +227,8 @@ def test_no_two_timing_jobs_overlapped(slurm_run):
     # As the sections themselves recorded their timed work.
     runs = sorted(
         (datetime.fromisoformat(run["started"]), datetime.fromisoformat(run["finished"]), name)
-        for name in SECTION_GPUS
-        for run in [json.loads((results / name / "run.json").read_text())]
+        for name in TIMING_RULES
+        for run in [json.loads((result_folder(results, name) / "run.json").read_text())]
     )
     for (_, end, before), (start, _, after) in zip(runs, runs[1:]):
         assert start >= end, f"{after} started at {start}, before {before} finished at {end}"
@@ -233,8 +245,8 @@ def test_each_job_got_what_the_profile_asks_for(slurm_run):
         gpus = re.fullmatch(r"gres:gpu:(\d+)", job.get("TresPerJob", ""))
         assert (int(gpus.group(1)) if gpus else 0) == wanted.get("gpu", 0), rule
         # SLURM's OverSubscribe=NO: the job has its node to itself (sbatch --exclusive)
-        assert (job["OverSubscribe"] == "NO") == (rule in SECTION_GPUS), rule
-    for section, gpus in SECTION_GPUS.items():
+        assert (job["OverSubscribe"] == "NO") == (rule in TIMING_RULES), rule
+    for section, gpus in TIMING_RULES.items():
         assert asked[section].get("gpu", 0) == gpus, section
         assert "--exclusive" in asked[section]["slurm_extra"], section
 

@@ -25,11 +25,16 @@ SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism"
 def test_every_section_ran_and_its_samples_match_the_schema(ci_run):
     _, results = ci_run
     for section in SECTIONS:
-        run = json.loads((results / section / "run.json").read_text())
-        assert run["status"] == "ok", (section, run.get("log_tail"))
-        frame = load_samples(results / section / "samples.csv",
-                             REPO / "workflow/schemas/samples.schema.yaml")
-        assert len(frame) > 0, section
+        for folder, framework in ((results / section, "mxnet"),
+                                  (results / section / "pytorch", "pytorch")):
+            run = json.loads((folder / "run.json").read_text())
+            assert run["status"] == "ok", (section, framework, run.get("log_tail"))
+            assert run["framework"] == framework
+            frame = load_samples(folder / "samples.csv",
+                                 REPO / "workflow/schemas/samples.schema.yaml")
+            assert len(frame) > 0, (section, framework)
+            assert set(frame["framework"]) == {framework}
+    assert json.loads((results / "hybridize/pytorch/run.json").read_text())["torch"]["version"]
     hybridize = pd.read_csv(results / "hybridize/samples.csv")
     # three cases (one an A/A twin), three rounds in each of two processes (CI preset)
     assert len(hybridize) == 3 * 3 * 2
@@ -49,24 +54,37 @@ def test_printed_outputs_match_where_deterministic(ci_run):
     _, results = ci_run
     outputs = pd.read_csv(results / "outputs.csv", keep_default_na=False)
     compared = outputs[outputs["match"].isin(["yes", "no"])]
-    assert set(compared["match"]) == {"yes"}, compared[compared["match"] == "no"]
-    assert {"mlp_output_imperative", "allreduce_after", "split_output"} <= set(compared["case"])
+    mxnet = compared[compared["framework"] == "mxnet"]
+    assert set(mxnet["match"]) == {"yes"}, mxnet[mxnet["match"] == "no"]
+    assert {"mlp_output_imperative", "allreduce_after", "split_output"} <= set(mxnet["case"])
+    # PyTorch's twins print what the document printed where no random generator or print
+    # format is involved; b1's gradient is None before a backward pass, not zeros.
+    pytorch = compared[compared["framework"] == "pytorch"].set_index("case")["match"]
+    assert dict(pytorch) == {"b1_weight": "yes", "b1_grad": "no", "allreduce_before": "yes",
+                             "allreduce_after": "yes", "split_input": "yes",
+                             "split_output": "yes", "net_outputs": "yes"}
+    twins = outputs[outputs["framework"] == "pytorch"].set_index("case")["match"]
+    assert twins["mlp_output_imperative"] == "other framework"
+    assert twins["hybridnet_F_imperative"] == "not applicable"
 
 
 def test_report_medians_are_those_of_the_raw_samples(ci_run):
     _, results = ci_run
     summary = pd.read_csv(results / "summary.csv")
     page = (results / "report.html").read_text(encoding="utf-8")
-    for section in SECTIONS:
-        samples = pd.read_csv(results / section / "samples.csv")
+    for section, folder, framework in [
+            (section, results / section / sub, framework) for section in SECTIONS
+            for sub, framework in (("", "mxnet"), ("pytorch", "pytorch"))]:
+        samples = pd.read_csv(folder / "samples.csv")
         for (case, metric, epoch), group in samples.groupby(["case", "metric", "epoch"],
                                                             dropna=False):
             median = statistics.median(group["value"])
             row = summary[(summary["experiment"] == section) & (summary["case"] == case)
+                          & (summary["framework"] == framework)
                           & (summary["metric"] == metric)
                           & ((summary["epoch"] == epoch) | (summary["epoch"].isna()
                                                             & pd.isna(epoch)))]
-            assert len(row) >= 1, (section, case, metric, epoch)
+            assert len(row) >= 1, (section, framework, case, metric, epoch)
             assert row["median"].iloc[0] == pytest.approx(median, rel=1e-12)
     hybridize = summary[(summary["experiment"] == "hybridize")].dropna(subset=["median"])
     for median in hybridize["median"]:
@@ -80,7 +98,11 @@ def test_every_claim_has_a_verdict_and_a_rule(ci_run):
     assert set(verdicts["verdict"]) <= {"holds", "does not hold", "inconclusive",
                                         "not applicable"}
     assert all(verdicts["rule"]) and all(verdicts["evidence"])
-    assert verdicts.set_index("name").loc["outputs_reproduced", "verdict"] == "holds"
+    by_framework = verdicts.set_index(["framework", "name"])["verdict"]
+    assert by_framework.loc[("mxnet", "outputs_reproduced")] == "holds"
+    # PyTorch's b1 gradient is None, not the document's zeros: a difference, said so
+    assert by_framework.loc[("pytorch", "outputs_reproduced")] == "does not hold"
+    assert {"mxnet", "pytorch"} == set(verdicts["framework"])
 
 
 def test_machine_and_provenance_recorded(ci_run):
@@ -121,19 +143,52 @@ def test_snakemake_report_zip(ci_run, experiment_python):
     assert any(n.endswith("verdicts.csv") for n in names)
 
 
+def crashing_torch(tmp_path):
+    """An interpreter that passes the check before the run (it answers torch's version) and
+    crashes as every PyTorch section starts; machine_info it runs with the workflow's."""
+    path = tmp_path / "python"
+    path.write_text("#!/bin/sh\n"
+                    'case "$1" in -c) echo 2.13.0; exit 0;; *machine_info.py)'
+                    f' exec {WORKFLOW_PYTHON} "$@";; esac\n'
+                    'echo "RuntimeError: CUDA error: no kernel image is available" >&2\n'
+                    "exit 1\n")
+    path.chmod(0o755)
+    return path
+
+
 def test_failed_experiment_is_reported_with_its_log(tmp_path):
-    """An experiment that crashes (here: no MXNet in its interpreter) is shown as failed,
-    with its log, and the pipeline still produces the report."""
+    """An experiment that crashes (here: every PyTorch section) is shown as failed, with
+    its log, and the pipeline still produces the report."""
     work = copy_workflow(tmp_path / "wf")
     done = snakemake(work, "--cores", "2", "--config", "preset=ci", "machine=broken",
-                     f"experiment_python={WORKFLOW_PYTHON}")
+                     "frameworks=[pytorch]", f"torch_python={crashing_torch(tmp_path)}")
     assert done.returncode == 0, done.stderr[-3000:]
-    run = json.loads((work / "results/broken/hybridize/run.json").read_text())
+    run = json.loads((work / "results/broken/hybridize/pytorch/run.json").read_text())
     assert run["status"] == "failed" and run["exit_code"] == 1
-    assert "No module named 'mxnet'" in run["log_tail"]
+    assert run["framework"] == "pytorch"
+    assert "no kernel image is available" in run["log_tail"]
     page = (work / "results/broken/report.html").read_text(encoding="utf-8")
     assert 'class="status-failed">failed' in page
-    assert "No module named &#39;mxnet&#39;" in page
+    assert "no kernel image is available" in page
+    assert not (work / "results/broken/hybridize/run.json").exists()  # MXNet's: not asked for
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("experiment_python", str(WORKFLOW_PYTHON), "cannot import mxnet"),
+    ("torch_python", str(WORKFLOW_PYTHON), "cannot import torch"),
+    ("torch_python", "/nowhere/bin/python", "no such file"),
+])
+def test_a_missing_framework_stops_before_any_job(tmp_path, experiment_python, torch_python,
+                                                  key, value, says):
+    work = copy_workflow(tmp_path / "wf")
+    interpreters = {"experiment_python": experiment_python, "torch_python": torch_python,
+                    key: value}
+    done = snakemake(work, "--cores", "1", "--config", "preset=ci", "machine=none",
+                     *(f"{k}={v}" for k, v in interpreters.items()))
+    assert done.returncode != 0
+    assert f"config key {key} = " in done.stderr and says in done.stderr, done.stderr[-2000:]
+    assert "make envs" in done.stderr
+    assert not (work / "results").exists()
 
 
 def test_bad_samples_stop_the_report_naming_file_and_row(ci_run, tmp_path, experiment_python):

@@ -220,24 +220,27 @@ def _check_summary(members: dict[str, bytes], machine: str) -> None:
                     raise ArchiveError(f"{name}: row {number}: {column} {cell!r} is not a "
                                        "number") from None
         if row["median"]:
-            figures.add(row["experiment"])
-    for experiment in sorted(figures):
+            figures.add((row["experiment"], row.get("framework") or "mxnet"))
+    for experiment, framework in sorted(figures):
+        # MXNet's raw results in the section's folder, another framework's inside it
+        folder = experiment if framework == "mxnet" else f"{experiment}/{framework}"
         for raw in ("samples.csv", "run.json"):
-            if f"{machine}/{experiment}/{raw}" not in members:
-                raise ArchiveError(f"{name} has figures of {experiment} but no "
-                                   f"{machine}/{experiment}/{raw}")
+            if f"{machine}/{folder}/{raw}" not in members:
+                raise ArchiveError(f"{name} has figures of {experiment} ({framework}) but no "
+                                   f"{machine}/{folder}/{raw}")
 
 
 def _check_verdicts(members: dict[str, bytes], machine: str) -> None:
     name = f"{machine}/verdicts.csv"
-    claims: set[str] = set()
+    claims: set[tuple[str, str]] = set()
     for number, row in enumerate(_rows(members, name, VERDICTS_COLUMNS), start=2):
         if row["verdict"] not in VERDICTS:
             raise ArchiveError(f"{name}: row {number}: verdict {row['verdict']!r} is not one "
                                f"of {', '.join(VERDICTS)}")
-        if row["name"] in claims:
+        claim = (row.get("framework") or "", row["name"])  # one verdict per framework
+        if claim in claims:
             raise ArchiveError(f"{name}: row {number}: claim {row['name']!r} twice")
-        claims.add(row["name"])
+        claims.add(claim)
 
 
 def _check_listing(listing: Any) -> tuple[str, dict[str, str]]:

@@ -2,9 +2,9 @@
 
 ``frameworks: [mxnet, pytorch]`` names the frameworks; ``experiment_python`` and
 ``torch_python`` their interpreters. Each interpreter is asked for its framework's version
-in a short subprocess (it never runs anything from the config but the interpreter named
-there, with a fixed program). A missing interpreter, a missing framework or one too old
-gives a message naming the key and how to fix it.
+in a short subprocess that does not import it (it never runs anything from the config but
+the interpreter named there, with a fixed program). A missing interpreter, a missing
+framework or one too old gives a message naming the key and how to fix it.
 """
 
 from __future__ import annotations
@@ -24,8 +24,20 @@ INTERPRETERS = {
 TIMEOUT = 120  # seconds: importing torch from a cold disk takes a while
 
 
-def version_program(module: str) -> str:
-    return f"import {module}; print({module}.__version__)"
+# Finds the module without importing it (importing torch takes seconds, and this runs
+# at every Snakemake start); its version from the package metadata, or from the module
+# itself where no distribution of that name is installed (MXNet's CUDA builds are named
+# mxnet-cu112 and the like).
+VERSION_PROGRAM = """
+import importlib.metadata, importlib.util, sys
+module, distribution = sys.argv[1], sys.argv[2]
+if importlib.util.find_spec(module) is None:
+    sys.exit(f"No module named {module!r}")
+try:
+    print(importlib.metadata.version(distribution))
+except importlib.metadata.PackageNotFoundError:
+    print(__import__(module).__version__)
+"""
 
 
 def problem(framework: str, python: str | Path, *, timeout: float = TIMEOUT) -> str | None:
@@ -36,8 +48,8 @@ def problem(framework: str, python: str | Path, *, timeout: float = TIMEOUT) -> 
     if not Path(python).exists() and "/" in str(python):
         return f"config key {key} = {str(python)!r}: no such file; {fix}"
     try:
-        done = subprocess.run([str(python), "-c", version_program(module)], capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run([str(python), "-c", VERSION_PROGRAM, module, module],
+                              capture_output=True, text=True, timeout=timeout)
     except OSError as error:
         return f"config key {key} = {str(python)!r}: cannot run it ({error.strerror}); {fix}"
     except subprocess.TimeoutExpired:

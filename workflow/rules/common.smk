@@ -11,6 +11,8 @@ from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check
 from d2lperf.blas import BlasError, find_system_blas
 from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
 from d2lperf.provenance import PINNED_THREAD_VARIABLES
+from d2lperf.frameworks import FRAMEWORKS as KNOWN_FRAMEWORKS
+from d2lperf.frameworks import problem as framework_problem
 
 try:
     check_config(
@@ -109,6 +111,30 @@ EXPERIMENT_PY = "python" if USING_CONDA else config["experiment_python"]
 WORKFLOW_PY = "python" if USING_CONDA else sys.executable
 EXPERIMENT_ENV = "../../envs/mxnet.yaml"
 WORKFLOW_ENV = "../../envs/workflow.yaml"
+# The frameworks whose section scripts run (issue 14): MXNet's (the documents' code) and
+# their PyTorch twins, each in its own interpreter. A BLAS variant swaps MXNet's BLAS
+# only (LD_PRELOAD): PyTorch's would be the stock run's again, so it runs MXNet alone.
+FRAMEWORKS = [
+    f
+    for f in config.get("frameworks", list(KNOWN_FRAMEWORKS))
+    if f == "mxnet" or not SYSTEM_BLAS
+]
+TORCH_PY = (
+    "python" if USING_CONDA else config.get("torch_python", ".venv-torch/bin/python")
+)
+INTERPRETER = {"mxnet": EXPERIMENT_PY, "pytorch": TORCH_PY}
+CONDA_ENV = {"mxnet": EXPERIMENT_ENV, "pytorch": "../../envs/torch.yaml"}
+# Each framework's interpreter answers before any job runs (a cluster job's node was
+# checked by its submitter; conda builds the environments itself).
+if not USING_CONDA and not workflow.remote_exec:
+    for framework in FRAMEWORKS:
+        wrong = framework_problem(framework, INTERPRETER[framework])
+        if wrong:
+            raise WorkflowError(f"Invalid configuration:\n{wrong}")
+# machine_info records the machine with the first framework's interpreter (numpy, and
+# MXNet's build where it runs).
+MACHINE_PY = INTERPRETER[FRAMEWORKS[0]]
+MACHINE_ENV = CONDA_ENV[FRAMEWORKS[0]]
 # Timing jobs take the whole of this resource, every other job one unit of it, so
 # no job ever runs beside a timing (DESIGN.md decision 5; set in the default profile).
 MACHINE_LOCK = 100
@@ -129,26 +155,45 @@ SECTIONS = {
 # `blas`: the section's timings rest on BLAS calls (nd.dot); with MKLDNN, Dense and
 # convolution layers do not, so a BLAS variant checks its numerics in these only.
 EXPERIMENTS = list(SECTIONS)
+# One job per section per framework, in the documents' order: every section has a
+# PyTorch twin; ceilings (the rates beside MXNet's timings) is MXNet's alone.
+JOBS = [
+    (section, framework)
+    for section in EXPERIMENTS
+    for framework in FRAMEWORKS
+    if framework == "mxnet" or section != "ceilings"
+]
 
 
-def experiment_paths(section):
-    return {
-        "csv": f"{RESULTS}/{section}/samples.csv",
-        "sidecar": f"{RESULTS}/{section}/run.json",
-    }
+def rule_name(section, framework):
+    """``hybridize`` (MXNet, as before the PyTorch twins), ``hybridize_pytorch``."""
+    return section if framework == "mxnet" else f"{section}_{framework}"
 
 
-def experiment_outputs(section):
+def section_folder(section, framework):
+    """Where a job's raw results go: MXNet's in the section's folder, PyTorch's in a
+    folder of its own inside it (the tidy tables carry a `framework` column)."""
+    return f"{RESULTS}/{section}" + ("" if framework == "mxnet" else f"/{framework}")
+
+
+def experiment_paths(section, framework="mxnet"):
+    folder = section_folder(section, framework)
+    return {"csv": f"{folder}/samples.csv", "sidecar": f"{folder}/run.json"}
+
+
+def experiment_outputs(section, framework="mxnet"):
     """A section's raw results, flagged update(): Snakemake neither deletes them before a
     re-run nor on Ctrl-C (it backs them up, restores them if the job fails), and the
     scripts replace them atomically when they finish, so an interrupted re-run keeps the
     previous results; the next run re-runs it (rerun-incomplete, in the profiles)."""
-    return {key: update(path) for key, path in experiment_paths(section).items()}
+    return {
+        key: update(path) for key, path in experiment_paths(section, framework).items()
+    }
 
 
-# What the aggregation rules read: every section's raw samples and run record.
-SAMPLE_TABLES = [experiment_paths(s)["csv"] for s in EXPERIMENTS]
-RUN_RECORDS = [experiment_paths(s)["sidecar"] for s in EXPERIMENTS]
+# What the aggregation rules read: every job's raw samples and run record.
+SAMPLE_TABLES = [experiment_paths(s, f)["csv"] for s, f in JOBS]
+RUN_RECORDS = [experiment_paths(s, f)["sidecar"] for s, f in JOBS]
 
 
 def device_kind(section):
@@ -159,6 +204,21 @@ def device_kind(section):
     return "cpu" if config.get("gpu_sections_on_cpu", False) else "gpu"
 
 
+def torch_device_kind(section):
+    """PyTorch queues work only on a GPU: where the machine has one, every PyTorch twin
+    runs there. Without one, the sections written for GPUs do what their MXNet twins do
+    (the CPU stand-in, or skipped with the reason); the others run on the CPU."""
+    if gpus():
+        return "gpu"
+    if SECTIONS[section]["gpus"]:
+        return device_kind(section)
+    return "cpu"
+
+
+# Options of one framework's script only.
+FRAMEWORK_OPTIONS = {"compile_runs": "pytorch"}
+
+
 def section_threads(section):
     """One OpenMP thread per engine queue on CPU contexts: the mxnet wheel's OpenBLAS
     0.3.13 (USE_OPENMP) hangs when two queues call its multithreaded sgemm at once."""
@@ -167,20 +227,26 @@ def section_threads(section):
     return THREADS
 
 
-def section_args(section):
+def section_args(section, framework="mxnet"):
     """Every argument a section's script gets, all explicit, all from the config."""
     options = {
         "threads": section_threads(section),
         "probe_seconds": config.get("probe_seconds", 0.2),
-        **PRESET[section],
+        **{
+            key: value
+            for key, value in PRESET[section].items()
+            if FRAMEWORK_OPTIONS.get(key, framework) == framework
+        },
     }
-    if SECTIONS[section]["gpus"]:
+    if framework == "pytorch" and section != "ceilings":
+        options["on"] = torch_device_kind(section)
+    elif SECTIONS[section]["gpus"]:
         options["on"] = device_kind(section)
     if SECTIONS[section]["data"]:
         options["data_dir"] = config.get("data_dir") or None
         options["data_download"] = config.get("data_download", False)
     if section == "hybridize":
-        options["export_dir"] = f"{RESULTS}/hybridize/model"
+        options["export_dir"] = f"{section_folder(section, framework)}/model"
     if SYSTEM_BLAS and SECTIONS[section]["blas"]:
         options["blas_reference"] = BLAS_REFERENCE
     # one word each, for `{params.args:q}`
@@ -197,7 +263,7 @@ def blas_inputs(section):
     return {}
 
 
-def job_environment(section=None):
+def job_environment(section=None, framework="mxnet"):
     """The environment of every MXNet job, as `env` arguments (`env {params.environment:q}`):
     thread counts set before the process starts (a preloaded BLAS reads them when it loads,
     before any Python runs, and Snakemake would otherwise set them to the job's `threads`),
@@ -206,7 +272,8 @@ def job_environment(section=None):
     n = section_threads(section)
     variables = [f"{name}={n}" for name in PINNED_THREAD_VARIABLES]
     variables.append("PYTHONUNBUFFERED=1")
-    return variables + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if SYSTEM_BLAS else [])
+    preload = SYSTEM_BLAS and framework == "mxnet"
+    return variables + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if preload else [])
 
 
 def comparison_inputs(wildcards):

@@ -1,5 +1,6 @@
-# One rule per section of the chapter, named after it (`snakemake --forcerun hybridize`).
-# Each calls scripts/sections/mxnet/<section>.py in the experiment environment with explicit
+# One rule per section of the chapter and framework, named after it (`snakemake --forcerun
+# hybridize` for MXNet's, `hybridize_pytorch` for its PyTorch twin). Each calls
+# scripts/sections/<framework>/<section>.py in that framework's environment with explicit
 # arguments from the preset, holds the whole machine lock while it times, and
 # records a failure instead of losing the other sections' results.
 
@@ -14,9 +15,9 @@ rule machine_info:
     benchmark:
         f"{RESULTS}/benchmarks/machine_info.tsv"
     conda:
-        EXPERIMENT_ENV
+        MACHINE_ENV
     params:
-        py=EXPERIMENT_PY,
+        py=MACHINE_PY,
         machine=RESULTS_ID,
         environment=job_environment(),
     shell:
@@ -39,31 +40,36 @@ rule blas_reference:
         "{params.py:q} {input.script:q} --out {output:q} > {log:q} 2>&1"
 
 
-for section in EXPERIMENTS:
+for section, framework in JOBS:
 
     rule:
         name:
-            section
+            rule_name(section, framework)
         input:
-            unpack(lambda wildcards, section=section: blas_inputs(section)),
-            script=f"scripts/sections/mxnet/{section}.py",
+            unpack(
+                lambda wildcards, section=section, framework=framework: (
+                    blas_inputs(section) if framework == "mxnet" else {}
+                )
+            ),
+            script=f"scripts/sections/{framework}/{section}.py",
         output:
-            **experiment_outputs(section),
+            **experiment_outputs(section, framework),
         log:
-            f"{RESULTS}/logs/{section}.log",
+            f"{RESULTS}/logs/{rule_name(section, framework)}.log",
         benchmark:
-            f"{RESULTS}/benchmarks/{section}.tsv"
+            f"{RESULTS}/benchmarks/{rule_name(section, framework)}.tsv"
         conda:
-            EXPERIMENT_ENV
+            CONDA_ENV[framework]
         resources:
             machine_lock=MACHINE_LOCK,
         params:
             # Bound here, while the loop is at this section: the shell line below is
             # formatted when the job runs, long after the loop has ended.
             section=section,
-            py=EXPERIMENT_PY,
-            args=section_args(section),
-            environment=job_environment(section),
+            framework=framework,
+            py=INTERPRETER[framework],
+            args=section_args(section, framework),
+            environment=job_environment(section, framework),
             workflow_py=WORKFLOW_PY,
         # A failed script still leaves a run record the report shows, with its log; an
         # interrupted one (Ctrl-C, SIGTERM) fails the job and keeps the previous results.
@@ -71,5 +77,6 @@ for section in EXPERIMENTS:
             "env {params.environment:q} {params.py:q} {input.script:q} {params.args:q}"
             " --csv {output.csv:q} --sidecar {output.sidecar:q} > {log:q} 2>&1"
             " || {params.workflow_py:q} scripts/record_failure.py"
-            " --experiment {params.section:q} --exit-code $? --log {log:q}"
+            " --experiment {params.section:q} --framework {params.framework:q}"
+            " --exit-code $? --log {log:q}"
             " --csv {output.csv:q} --sidecar {output.sidecar:q}"
