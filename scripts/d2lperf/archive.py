@@ -33,6 +33,7 @@ from typing import Any
 
 from d2lperf.claims import FAILS, HOLDS, NA, UNSURE
 from d2lperf.machine import MachineIdError, check_machine_id
+from d2lperf.results import section_folder
 from d2lperf.tables import TableError, load_samples
 
 FORMAT = 1
@@ -220,24 +221,26 @@ def _check_summary(members: dict[str, bytes], machine: str) -> None:
                     raise ArchiveError(f"{name}: row {number}: {column} {cell!r} is not a "
                                        "number") from None
         if row["median"]:
-            figures.add(row["experiment"])
-    for experiment in sorted(figures):
+            figures.add(section_folder(row["experiment"], row.get("framework") or "mxnet"))
+    for folder in sorted(figures):
         for raw in ("samples.csv", "run.json"):
-            if f"{machine}/{experiment}/{raw}" not in members:
-                raise ArchiveError(f"{name} has figures of {experiment} but no "
-                                   f"{machine}/{experiment}/{raw}")
+            if f"{machine}/{folder}/{raw}" not in members:
+                raise ArchiveError(f"{name} has figures of {folder} but no "
+                                   f"{machine}/{folder}/{raw}")
 
 
 def _check_verdicts(members: dict[str, bytes], machine: str) -> None:
     name = f"{machine}/verdicts.csv"
-    claims: set[str] = set()
+    claims: set[tuple[str, str]] = set()
     for number, row in enumerate(_rows(members, name, VERDICTS_COLUMNS), start=2):
         if row["verdict"] not in VERDICTS:
             raise ArchiveError(f"{name}: row {number}: verdict {row['verdict']!r} is not one "
                                f"of {', '.join(VERDICTS)}")
-        if row["name"] in claims:
-            raise ArchiveError(f"{name}: row {number}: claim {row['name']!r} twice")
-        claims.add(row["name"])
+        key = (row.get("framework") or "mxnet", row["name"])
+        if key in claims:
+            raise ArchiveError(f"{name}: row {number}: claim {row['name']!r} twice"
+                               + (f" for {key[0]}" if row.get("framework") else ""))
+        claims.add(key)
 
 
 def _check_listing(listing: Any) -> tuple[str, dict[str, str]]:
