@@ -64,8 +64,12 @@ lock: envs
 	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze; } > envs/mxnet.lock.tmp
 	mv envs/workflow.lock.tmp envs/workflow.lock.txt; mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
 
+# The commit before side-by-side measurement (issue 12) and PyTorch: bench prints its run
+# time beside this tree's.
+BENCH_BASELINE ?= 8a3f68d
 bench: envs
-	$(VENV)/bin/python bench/pipeline_overhead.py
+	$(VENV)/bin/python bench/pipeline_overhead.py --against $(BENCH_BASELINE)
+	$(VENV)/bin/python bench/verdict_stability.py --runs 3
 
 clean:
 	rm -rf $(VENV) $(MXVENV) .snakemake
