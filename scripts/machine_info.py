@@ -42,8 +42,10 @@ def main() -> int:
     }
     write_json(args.out, facts)
     for gpu in facts["mxnet_gpu_support"]["gpus"]:
+        smoke = gpu["smoke_test"]
+        failed = f"; its smoke test failed: {smoke['error']}" if smoke["ok"] is False else ""
         print(f"GPU {gpu['index']}: {'usable' if gpu['usable'] else 'not usable'} by MXNet: "
-              f"{gpu['reason']}")
+              f"{gpu['reason']}{failed if gpu['supported'] else ''}")
     print(f"wrote {args.out} for machine {args.machine}")
     return 0
 
