@@ -39,6 +39,7 @@ $(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt
 	$(PYTHON) scripts/mxnet_build.py requirements --build '$(MXNET_BUILD)' --out $(MXVENV)/requirements.txt
 	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check -r $(MXVENV)/requirements.txt
 	$(PYTHON) scripts/mxnet_build.py link-cuda-libs --venv $(MXVENV)
+	@scripts/install_packages.sh "the libgfortran.so.3 inside MXNet's wheels" libquadmath0
 	sed -n 's/^\(mxnet[-a-z0-9]*\)==.*/\1/p' $(MXVENV)/requirements.txt > $@
 
 ## data: Fashion-MNIST from Debian's package where possible (the training sections need it)

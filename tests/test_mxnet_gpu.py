@@ -365,3 +365,14 @@ def test_mxnet_gpu_variables_are_recorded_with_their_defaults():
                              "MXNET_EXEC_BULK_EXEC_TRAIN", "MXNET_EXEC_BULK_EXEC_INFERENCE",
                              "NVIDIA_TF32_OVERRIDE"}
     assert "mxnet_gpu_settings" in provenance.run_context()
+
+
+def test_ceilings_leave_out_gpus_mxnet_cannot_run_on(on_machine, experiment_python, tmp_path):
+    on_machine("h200")
+    done = run_section(experiment_python, "ceilings.py", tmp_path, "--dot-sizes", "64",
+                       "--copy-mb", "1", "--warmup", "0", "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["status"] == "ok"
+    assert record["notes"]["gpu_ceilings"].startswith(
+        "not measured: MXNet 1.9.1 has no kernels for NVIDIA H200, compute capability 9.0")
