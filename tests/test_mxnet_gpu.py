@@ -269,7 +269,7 @@ def test_preflight_verdict_for_each_gpu(gpu, on_machine, experiment_python):
     if runs is None:
         assert entry["reason"].startswith(
             f"MXNet 1.9.1 has no kernels for {name}, compute capability {capability} "
-            "(the installed libmxnet.so's kernels carry SASS for sm_80 sm_86 and no PTX)")
+            "(the installed libmxnet.so carries SASS for sm_80 sm_86 and no PTX)")
     smoke = entry["smoke_test"]
     assert smoke["ok"] is False and smoke["error"]
     assert entry["usable"] is False

@@ -101,20 +101,20 @@ def _listed(sass: Sequence[int], ptx: Sequence[int]) -> str:
 
 
 def judge(gpu: Gpu, sass: Sequence[int], ptx: Sequence[int], what: str) -> Verdict:
-    """The verdict for one GPU on code with these archs; ``what`` names the code
-    ("its CUDA builds", "the installed libmxnet.so") in the reason."""
+    """The verdict for one GPU on code with these archs; ``what`` names the code, with
+    its verb, in the reason ("its CUDA builds carry")."""
     capability = f"compute capability {gpu.compute_capability}"
     runs = cuda_arch.runnable_code(cuda_arch.sm_number(gpu.compute_capability), sass, ptx)
     if runs is None:
         return Verdict(gpu, None, f"MXNet {MXNET_VERSION} has no kernels for {gpu.name}, "
-                                  f"{capability} ({what} carry {_listed(sass, ptx)})")
+                                  f"{capability} ({what} {_listed(sass, ptx)})")
     return Verdict(gpu, runs, f"{gpu.name}, {capability}, runs MXNet {MXNET_VERSION}'s "
                               f"{runs} code")
 
 
 def wheel_verdicts(gpus: Iterable[Gpu]) -> list[Verdict]:
     """The verdicts for PyPI's CUDA builds, before any is installed."""
-    return [judge(g, WHEEL_SASS, WHEEL_PTX, "its CUDA builds") for g in gpus]
+    return [judge(g, WHEEL_SASS, WHEEL_PTX, "its CUDA builds carry") for g in gpus]
 
 
 def installed_verdicts(gpus: Iterable[Gpu], library: str | Path) -> list[Verdict]:
@@ -123,7 +123,7 @@ def installed_verdicts(gpus: Iterable[Gpu], library: str | Path) -> list[Verdict
     gpus = list(gpus)
     code = cuda_arch.read_device_code(library)
     if code.sass or code.ptx:
-        return [judge(g, code.sass, code.ptx, "the installed libmxnet.so's kernels")
+        return [judge(g, code.sass, code.ptx, "the installed libmxnet.so carries")
                 for g in gpus]
     verdicts = []
     for wheel in wheel_verdicts(gpus):
