@@ -67,7 +67,7 @@ def test_gluon_warm_up_leaves_every_parameter_as_it_was(experiment_python):
         print(json.dumps({"warmed": warmed, "differ": differ, "parameters": len(after),
                           "running": len(running), "moved": moved}))
         """)
-    done = subprocess.run([str(experiment_python), "-c", code], cwd=REPO / "scripts",
+    done = subprocess.run([str(experiment_python), "-c", code], cwd=REPO / "scripts/sections/mxnet",
                           capture_output=True, text=True, timeout=300,
                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -79,7 +79,8 @@ def test_gluon_warm_up_leaves_every_parameter_as_it_was(experiment_python):
 
 
 def test_scratch_training_records_the_shapes_it_warmed(experiment_python, tmp_path):
-    done = run_section(experiment_python, "multi_gpu_scratch.py", tmp_path, "--on", "cpu",
+    done = run_section(experiment_python, "sections/mxnet/multi_gpu_scratch.py", tmp_path,
+                       "--on", "cpu",
                        "--devices", "1", "--batch-sizes", "64", "--learning-rates", "0.2",
                        "--epochs", "1", "--data-workers", "0", "--train-limit", "100",
                        "--test-limit", "64", "--threads", "1")
