@@ -29,47 +29,41 @@ from d2lperf.tables import (
     summarise_samples,
 )
 
-# Printed outputs of a PyTorch twin that can be held against the document's: those that
-# depend neither on the framework's random generator nor on how it prints a tensor.
-FRAMEWORK_FREE_OUTPUTS = {"b1_weight", "b1_grad", "allreduce_before", "allreduce_after",
-                          "split_input", "split_output", "net_outputs"}
 Runs = dict[str, dict[str, dict]]  # framework -> experiment -> run record
+DEFAULT_FRAMEWORK = "mxnet"  # run records written before there were two frameworks
 
 
 def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
-    """Each framework's run records by experiment, and all their samples (from the
-    samples.csv beside each); a record without a framework is MXNet's."""
+    """Each experiment's run record by framework, and all samples (from the samples.csv
+    beside each record)."""
     runs: Runs = {}
     frames = []
     for sidecar in sidecars:
         run = read_json(sidecar)
-        runs.setdefault(run.get("framework", "mxnet"), {})[run["experiment"]] = run
+        runs.setdefault(run.get("framework", DEFAULT_FRAMEWORK), {})[run["experiment"]] = run
         frames.append(load_samples(sidecar.with_name("samples.csv"), schema))
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, samples
 
 
-def run_of(runs: Runs, experiment: str, framework: object) -> dict:
-    """The run record behind a row (a document figure with no measurement: MXNet's)."""
-    name = framework if isinstance(framework, str) and framework else "mxnet"
-    return runs.get(name, {}).get(experiment, {})
-
-
 def summary_table(runs: Runs, samples: pd.DataFrame, reference: pd.DataFrame):
+    """Every document figure once per framework that ran here (measured or not), beside
+    the statistics of that framework's samples; then the cases the documents did not print."""
     measured = summarise_samples(samples)
     figures = reference[reference["metric"] != "output"].rename(
         columns={"printed": "document_printed", "unit": "document_unit"}
     )
     # Keep the documents' order, then cases the documents did not print, in run order.
-    figures = figures.assign(_document_order=range(len(figures)))
+    frameworks = pd.DataFrame({"framework": sorted(runs) or [DEFAULT_FRAMEWORK]})
+    figures = figures.assign(_document_order=range(len(figures))).merge(frameworks, how="cross")
     measured = measured.assign(_run_order=range(len(measured)))
-    table = figures.merge(measured, on=KEY, how="outer").sort_values(
-        ["_document_order", "_run_order"], na_position="last")
+    table = figures.merge(measured, on=[*KEY, "framework"], how="outer").sort_values(
+        ["_document_order", "framework", "_run_order"], na_position="last")
     table["unit"] = table["unit"].fillna(table["document_unit"])
     table["document_value"] = pd.to_numeric(table["document_printed"], errors="coerce")
     table["ratio"] = table["median"] / table["document_value"]
-    table["status"] = [run_of(runs, e, f).get("status", "missing")
-                       for e, f in zip(table["experiment"], table["framework"])]
+    table["status"] = [runs.get(f, {}).get(e, {}).get("status", "missing")
+                       for f, e in zip(table["framework"], table["experiment"])]
     table = add_rates(table, runs)
     columns = ["document", "variant", "section", "framework", "experiment", "case", "metric",
                "epoch", "unit",
@@ -81,14 +75,15 @@ def summary_table(runs: Runs, samples: pd.DataFrame, reference: pd.DataFrame):
 
 
 def add_rates(table: pd.DataFrame, runs: Runs) -> pd.DataFrame:
-    """Achieved rate of every dot- or copy-built timing, and its share of the ceiling."""
+    """Achieved rate of every dot- or copy-built timing, and its share of the ceiling
+    (the machine's, measured once, whichever framework the timing ran in)."""
     ceilings = {r["case"]: r["median"] for r in table.to_dict("records")
                 if r["experiment"] == "ceilings" and r["metric"] == "rate"
                 and pd.notna(r["median"])}
     columns = {"achieved": [], "achieved_unit": [], "ceiling": [], "ceiling_case": [],
                "fraction_of_ceiling": []}
     for row in table.to_dict("records"):
-        params = run_of(runs, row["experiment"], row["framework"]).get("parameters", {})
+        params = runs.get(row["framework"], {}).get(row["experiment"], {}).get("parameters", {})
         amount = workloads.work(row["experiment"], row["case"], params) \
             if row["metric"] == "time" and pd.notna(row["median"]) else None
         achieved = unit = ceiling = case = fraction = None
@@ -113,57 +108,56 @@ def differing_parameters(required: str, parameters: dict) -> str:
                      for k, v in wanted.items() if str(parameters.get(k)) != v)
 
 
+# Outputs another framework can print as the documents did: the same shape. Values drawn
+# from MXNet's seed, MXNet's own symbol names and modules have counterparts in PyTorch, but
+# not the same figures.
+FRAMEWORK_NEUTRAL_RULES = ("shape",)
+# ... and the outputs no random generator or print format enters: their numbers are the
+# documents' in any framework (zeros, the allreduce of ones and twos, an arange split).
+FRAMEWORK_NEUTRAL_OUTPUTS = {"b1_weight", "b1_grad", "allreduce_before", "allreduce_after",
+                             "split_input", "split_output"}
+
+
 def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
-    """Every framework's printed outputs beside the document's (MXNet's first)."""
-    tables = [framework_outputs(framework, by_experiment, reference)
-              for framework, by_experiment in sorted(runs.items(),
-                                                     key=lambda item: item[0] != "mxnet")]
-    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-
-
-def framework_outputs(framework: str, runs: dict[str, dict],
-                      reference: pd.DataFrame) -> pd.DataFrame:
     rows = []
     expected = reference[reference["metric"] == "output"]
-    for ref in expected.to_dict("records"):
-        run = runs.get(ref["experiment"], {})
-        if not run and framework != "mxnet":
-            continue  # this framework did not run the section: MXNet's rows say so
-        got = run.get("outputs", {}).get(ref["case"])
-        other = differing_parameters(ref["parameters"], run.get("parameters", {}))
-        match, rule = (None, "") if got is None or other else output_matches(
-            ref["printed"], got, ref["match"])
-        label = {True: "yes", False: "no", None: "not measured"}[match]
-        if other and got is not None:
-            label, rule = "other parameters", f"not compared: {other}"
-        if framework != "mxnet" and got is not None and ref["case"] not in FRAMEWORK_FREE_OUTPUTS:
-            label, rule = "other framework", (
-                "not compared: it depends on the framework's random numbers or on how it "
-                "prints (the document's is MXNet's)")
-        if got is not None and got["text"].startswith("not applicable in "):
-            label, rule = "not applicable", got["text"]
-        rows.append({
-            "section": ref["section"], "document": ref["document"], "framework": framework,
-            "experiment": ref["experiment"], "case": ref["case"], "label": ref["label"],
-            "document_printed": ref["printed"], "measured": None if got is None else got["text"],
-            "match": label, "rule": rule,
-            "status": run.get("status", "missing"),
-        })
-    known = set(zip(expected["experiment"], expected["case"]))
-    for experiment, run in runs.items():
-        for case, got in run.get("outputs", {}).items():
-            if (experiment, case) not in known:
-                rows.append({"experiment": experiment, "case": case, "label": case,
-                             "framework": framework, "measured": got["text"],
-                             "match": "no document figure", "status": run.get("status")})
+    for framework, framework_runs in runs.items():
+        for ref in expected.to_dict("records"):
+            run = framework_runs.get(ref["experiment"], {})
+            got = run.get("outputs", {}).get(ref["case"])
+            other = differing_parameters(ref["parameters"], run.get("parameters", {}))
+            match, rule = (None, "") if got is None or other else output_matches(
+                ref["printed"], got, ref["match"])
+            label = {True: "yes", False: "no", None: "not measured"}[match]
+            if other and got is not None:
+                label, rule = "other parameters", f"not compared: {other}"
+            elif got is not None and got["text"].startswith("not applicable in "):
+                label, rule = "not applicable", got["text"]
+            elif got is not None and framework != DEFAULT_FRAMEWORK \
+                    and ref["match"] not in FRAMEWORK_NEUTRAL_RULES \
+                    and ref["case"] not in FRAMEWORK_NEUTRAL_OUTPUTS:
+                label, rule = "counterpart", (f"{framework}'s own counterpart: not comparable "
+                                              f"with MXNet's by rule '{ref['match']}'")
+            rows.append({
+                "section": ref["section"], "document": ref["document"], "framework": framework,
+                "experiment": ref["experiment"], "case": ref["case"], "label": ref["label"],
+                "document_printed": ref["printed"],
+                "measured": None if got is None else got["text"],
+                "match": label, "rule": rule, "status": run.get("status", "missing"),
+            })
+        known = set(zip(expected["experiment"], expected["case"]))
+        for experiment, run in framework_runs.items():
+            for case, got in run.get("outputs", {}).items():
+                if (experiment, case) not in known:
+                    rows.append({"framework": framework, "experiment": experiment, "case": case,
+                                 "label": case, "measured": got["text"],
+                                 "match": "no document figure", "status": run.get("status")})
     return pd.DataFrame(rows)
 
 
-def outputs_verdict(outputs: pd.DataFrame, framework: str = "mxnet") -> claims.Verdict:
+def outputs_verdict(outputs: pd.DataFrame, framework: str) -> claims.Verdict:
     """Whether this machine prints what the documents printed, where that is deterministic."""
-    if "framework" in outputs:
-        outputs = outputs[outputs["framework"] == framework]
-    compared = outputs[outputs["match"].isin(["yes", "no"])]
+    compared = outputs[outputs["match"].isin(["yes", "no"]) & (outputs["framework"] == framework)]
     failed = compared[compared["match"] == "no"]
     if compared.empty:
         verdict, evidence = claims.NA, "no printed output was measured"
@@ -198,16 +192,14 @@ def main() -> int:
     summary = summary_table(runs, samples, reference)
     outputs = outputs_table(runs, reference)
     verdicts = claims.as_frame([
-        verdict
-        for framework in sorted(runs, key=lambda name: name != "mxnet")
-        for verdict in claims.judge(summary, runs[framework], reference, samples,
-                                    band=args.band, framework=framework)
-        + [outputs_verdict(outputs, framework)]])
+        verdict for framework in sorted(runs) for verdict in [
+            *claims.judge(summary, runs[framework], reference, samples, band=args.band,
+                          framework=framework),
+            outputs_verdict(outputs, framework)]])
     summary.to_csv(args.summary, index=False)
     outputs.to_csv(args.outputs, index=False)
     verdicts.to_csv(args.verdicts, index=False)
-    experiments = sum(len(by_experiment) for by_experiment in runs.values())
-    print(f"summarised {experiments} experiment runs ({', '.join(sorted(runs))}), "
+    print(f"summarised {sum(map(len, runs.values()))} experiments of {', '.join(sorted(runs))}, "
           f"{len(samples)} samples")
     return 0
 

@@ -42,10 +42,10 @@ CLUSTER_RULES = {*TIMING_RULES, "machine_info"}
 
 
 def result_folder(results: Path, rule: str) -> Path:
-    """Where a timing rule's raw results are: a PyTorch twin's inside its section's."""
-    if rule.endswith("_pytorch"):
-        return results / rule.removesuffix("_pytorch") / "pytorch"
+    """Where a timing rule's raw results are: a folder named like the rule."""
     return results / rule
+
+
 SLURM_ARGS = [
     "--workflow-profile", "profiles/slurm",
     # The first status check after 2 s, not 40: the CI jobs take seconds, not hours.

@@ -26,7 +26,7 @@ def test_every_section_ran_and_its_samples_match_the_schema(ci_run):
     _, results = ci_run
     for section in SECTIONS:
         for folder, framework in ((results / section, "mxnet"),
-                                  (results / section / "pytorch", "pytorch")):
+                                  (results / f"{section}_pytorch", "pytorch")):
             run = json.loads((folder / "run.json").read_text())
             assert run["status"] == "ok", (section, framework, run.get("log_tail"))
             assert run["framework"] == framework
@@ -34,7 +34,7 @@ def test_every_section_ran_and_its_samples_match_the_schema(ci_run):
                                  REPO / "workflow/schemas/samples.schema.yaml")
             assert len(frame) > 0, (section, framework)
             assert set(frame["framework"]) == {framework}
-    assert json.loads((results / "hybridize/pytorch/run.json").read_text())["torch"]["version"]
+    assert json.loads((results / "hybridize_pytorch/run.json").read_text())["torch"]["version"]
     hybridize = pd.read_csv(results / "hybridize/samples.csv")
     # three cases (one an A/A twin), three rounds in each of two processes (CI preset)
     assert len(hybridize) == 3 * 3 * 2
@@ -64,7 +64,7 @@ def test_printed_outputs_match_where_deterministic(ci_run):
                              "allreduce_after": "yes", "split_input": "yes",
                              "split_output": "yes", "net_outputs": "yes"}
     twins = outputs[outputs["framework"] == "pytorch"].set_index("case")["match"]
-    assert twins["mlp_output_imperative"] == "other framework"
+    assert twins["mlp_output_imperative"] == "counterpart"
     assert twins["hybridnet_F_imperative"] == "not applicable"
 
 
@@ -73,8 +73,8 @@ def test_report_medians_are_those_of_the_raw_samples(ci_run):
     summary = pd.read_csv(results / "summary.csv")
     page = (results / "report.html").read_text(encoding="utf-8")
     for section, folder, framework in [
-            (section, results / section / sub, framework) for section in SECTIONS
-            for sub, framework in (("", "mxnet"), ("pytorch", "pytorch"))]:
+            (section, results / f"{section}{sub}", framework) for section in SECTIONS
+            for sub, framework in (("", "mxnet"), ("_pytorch", "pytorch"))]:
         samples = pd.read_csv(folder / "samples.csv")
         for (case, metric, epoch), group in samples.groupby(["case", "metric", "epoch"],
                                                             dropna=False):
@@ -163,7 +163,7 @@ def test_failed_experiment_is_reported_with_its_log(tmp_path):
     done = snakemake(work, "--cores", "2", "--config", "preset=ci", "machine=broken",
                      "frameworks=[pytorch]", f"torch_python={crashing_torch(tmp_path)}")
     assert done.returncode == 0, done.stderr[-3000:]
-    run = json.loads((work / "results/broken/hybridize/pytorch/run.json").read_text())
+    run = json.loads((work / "results/broken/hybridize_pytorch/run.json").read_text())
     assert run["status"] == "failed" and run["exit_code"] == 1
     assert run["framework"] == "pytorch"
     assert "no kernel image is available" in run["log_tail"]

@@ -33,6 +33,7 @@ from typing import Any
 
 from d2lperf.claims import FAILS, HOLDS, NA, UNSURE
 from d2lperf.machine import MachineIdError, check_machine_id
+from d2lperf.results import section_folder
 from d2lperf.tables import TableError, load_samples
 
 FORMAT = 1
@@ -220,13 +221,11 @@ def _check_summary(members: dict[str, bytes], machine: str) -> None:
                     raise ArchiveError(f"{name}: row {number}: {column} {cell!r} is not a "
                                        "number") from None
         if row["median"]:
-            figures.add((row["experiment"], row.get("framework") or "mxnet"))
-    for experiment, framework in sorted(figures):
-        # MXNet's raw results in the section's folder, another framework's inside it
-        folder = experiment if framework == "mxnet" else f"{experiment}/{framework}"
+            figures.add(section_folder(row["experiment"], row.get("framework") or "mxnet"))
+    for folder in sorted(figures):
         for raw in ("samples.csv", "run.json"):
             if f"{machine}/{folder}/{raw}" not in members:
-                raise ArchiveError(f"{name} has figures of {experiment} ({framework}) but no "
+                raise ArchiveError(f"{name} has figures of {folder} but no "
                                    f"{machine}/{folder}/{raw}")
 
 
@@ -237,10 +236,11 @@ def _check_verdicts(members: dict[str, bytes], machine: str) -> None:
         if row["verdict"] not in VERDICTS:
             raise ArchiveError(f"{name}: row {number}: verdict {row['verdict']!r} is not one "
                                f"of {', '.join(VERDICTS)}")
-        claim = (row.get("framework") or "", row["name"])  # one verdict per framework
-        if claim in claims:
-            raise ArchiveError(f"{name}: row {number}: claim {row['name']!r} twice")
-        claims.add(claim)
+        key = (row.get("framework") or "mxnet", row["name"])
+        if key in claims:
+            raise ArchiveError(f"{name}: row {number}: claim {row['name']!r} twice"
+                               + (f" for {key[0]}" if row.get("framework") else ""))
+        claims.add(key)
 
 
 def _check_listing(listing: Any) -> tuple[str, dict[str, str]]:

@@ -23,6 +23,12 @@ COLUMNS = ("experiment", "framework", "case", "metric", "unit", "process", "repe
 FRAMEWORKS = ("mxnet", "pytorch")
 
 
+def section_folder(experiment: str, framework: str = "mxnet") -> str:
+    """The folder of one section's run under results/<machine>/, named like its rule:
+    ``hybridize`` (MXNet, the documents' framework), ``hybridize_pytorch``."""
+    return experiment if framework == "mxnet" else f"{experiment}_{framework}"
+
+
 class Recorder:
     """Collects one experiment's samples, printed outputs and artifacts as it runs.
 

@@ -11,6 +11,7 @@ from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check
 from d2lperf.blas import BlasError, find_system_blas
 from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
 from d2lperf.provenance import PINNED_THREAD_VARIABLES
+from d2lperf.results import section_folder
 from d2lperf.frameworks import FRAMEWORKS as KNOWN_FRAMEWORKS
 from d2lperf.frameworks import problem as framework_problem
 
@@ -170,14 +171,13 @@ def rule_name(section, framework):
     return section if framework == "mxnet" else f"{section}_{framework}"
 
 
-def section_folder(section, framework):
-    """Where a job's raw results go: MXNet's in the section's folder, PyTorch's in a
-    folder of its own inside it (the tidy tables carry a `framework` column)."""
-    return f"{RESULTS}/{section}" + ("" if framework == "mxnet" else f"/{framework}")
+def job_folder(section, framework):
+    """Where a job's raw results go: results/<machine>/<rule name>/ (section_folder)."""
+    return f"{RESULTS}/{section_folder(section, framework)}"
 
 
 def experiment_paths(section, framework="mxnet"):
-    folder = section_folder(section, framework)
+    folder = job_folder(section, framework)
     return {"csv": f"{folder}/samples.csv", "sidecar": f"{folder}/run.json"}
 
 
@@ -246,7 +246,7 @@ def section_args(section, framework="mxnet"):
         options["data_dir"] = config.get("data_dir") or None
         options["data_download"] = config.get("data_download", False)
     if section == "hybridize":
-        options["export_dir"] = f"{section_folder(section, framework)}/model"
+        options["export_dir"] = f"{job_folder(section, framework)}/model"
     if SYSTEM_BLAS and SECTIONS[section]["blas"]:
         options["blas_reference"] = BLAS_REFERENCE
     # one word each, for `{params.args:q}`

@@ -1,0 +1,57 @@
+"""summarise.py with two frameworks: every document figure once per framework, verdicts and
+printed outputs per framework."""
+
+import json
+import subprocess
+
+import pandas as pd
+
+from conftest import REPO, WORKFLOW_PYTHON
+
+HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
+
+
+def section(root, folder, framework, cases, outputs=None):
+    out = root / folder
+    out.mkdir(parents=True)
+    rows = [f"hybridize,{framework},{case},time,s,{p},{r},{i},{value},,"
+            for i, (case, value) in enumerate(cases.items()) for p in range(2) for r in range(3)]
+    (out / "samples.csv").write_text(HEADER + "\n".join(rows) + "\n")
+    (out / "run.json").write_text(json.dumps({
+        "experiment": "hybridize", "framework": framework, "status": "ok",
+        "parameters": {"forward_passes": 1000}, "outputs": outputs or {}}))
+    return out / "run.json"
+
+
+def test_two_frameworks_side_by_side(tmp_path):
+    mxnet = section(tmp_path, "hybridize", "mxnet",
+                    {"mlp_before_hybridize": 0.4, "mlp_before_hybridize_twin": 0.4,
+                     "mlp_after_hybridize": 0.2},
+                    {"symbolic_program_result": {"text": "10"},
+                     "mlp_symbolic_output": {"text": "<Symbol dense5_fwd>"}})
+    torch = section(tmp_path, "hybridize_pytorch", "pytorch",
+                    {"mlp_before_hybridize": 0.3, "mlp_before_hybridize_twin": 0.3,
+                     "mlp_after_hybridize": 0.3},
+                    {"symbolic_program_result": {"text": "10"},
+                     "mlp_symbolic_output": {"text": "graph(%x : Tensor) ..."}})
+    out = {name: tmp_path / f"{name}.csv" for name in ("summary", "outputs", "verdicts")}
+    done = subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(mxnet),
+         str(torch), "--reference", str(REPO / "report/reference.csv"),
+         "--schema", str(REPO / "workflow/schemas/samples.schema.yaml"),
+         *[x for name, path in out.items() for x in (f"--{name}", str(path))]],
+        capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    summary = pd.read_csv(out["summary"])
+    before = summary[(summary["case"] == "mlp_before_hybridize") & summary["document"].notna()]
+    assert sorted(before["framework"]) == ["mxnet", "pytorch"]  # the document figure twice
+    assert set(before["median"]) == {0.4, 0.3}
+    verdicts = pd.read_csv(out["verdicts"]).set_index(["framework", "name"])
+    assert verdicts.loc[("mxnet", "hybridize_speeds_up_mlp"), "verdict"] == "holds"
+    assert verdicts.loc[("pytorch", "hybridize_speeds_up_mlp"), "verdict"] == "does not hold"
+    assert verdicts.loc[("pytorch", "hybridize_speeds_up_mlp"), "effect"] == (
+        "no meaningful difference")
+    outputs = pd.read_csv(out["outputs"]).set_index(["framework", "case"])
+    assert outputs.loc[("pytorch", "symbolic_program_result"), "match"] == "no document figure"
+    assert outputs.loc[("pytorch", "mlp_symbolic_output"), "match"] == "counterpart"
+    assert outputs.loc[("mxnet", "mlp_symbolic_output"), "match"] == "yes"
