@@ -36,12 +36,14 @@ def work(experiment: str, case: str, parameters: dict[str, Any]) -> tuple[float,
 
 
 def ceiling_case(unit: str, devices: str, case: str) -> str:
-    """Which ceiling a rate compares with: a pattern over the ceilings' case names."""
-    gpu = re.match(r"gpu\((\d+)\)", devices or "")
+    """Which ceiling a rate compares with: a pattern over the ceilings' case names. A GPU
+    is named gpu(0) by MXNet, cuda:0 by PyTorch."""
+    found = re.match(r"gpu\((\d+)\)|cuda:(\d+)", devices or "")
+    gpu = next((index for index in found.groups() if index is not None), None) if found else None
     if unit == "GFLOP":
-        return rf"gpu{gpu.group(1)}_dot_\d+" if gpu else r"mxnet_dot_\d+"
+        return rf"gpu{gpu}_dot_\d+" if gpu else r"mxnet_dot_\d+"
     if gpu and case == "copy_to_cpu":
-        return rf"gpu{gpu.group(1)}_device_to_host"
+        return rf"gpu{gpu}_device_to_host"
     return r"mxnet_copy"
 
 
