@@ -3,12 +3,13 @@ needs beyond its own torch, pandas, matplotlib and jinja2, in one folder under 6
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_workflow
 from d2lperf import data
 
 LIMIT = 60 * 1024 * 1024
@@ -60,3 +61,32 @@ def test_snakemake_installs_from_the_kit_alone_beside_the_machines_packages(kit,
     version = subprocess.run([str(venv / "bin/snakemake"), "--version"], capture_output=True,
                              text=True, timeout=120)
     assert version.stdout.strip() == "9.27.1"
+
+
+def test_the_gpu_check_runs_here_in_its_cpu_mode(kit, tmp_path, torch_python):
+    """scripts/gpu_check.sh as a GPU machine runs it, less the GPU: an interpreter with
+    torch, pandas, matplotlib and jinja2 (here: the PyTorch environment, with pandas and
+    matplotlib beside it) and the kit; torch sees no GPU, so the CPU mode at the CI preset."""
+    folder, _ = kit
+    machine = tmp_path / "machine-packages"
+    subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", "--target", str(machine),
+                    *pins(MACHINE_PACKAGES[1:3])], check=True, timeout=600)
+    work = copy_workflow(tmp_path / "wf")
+    done = subprocess.run(
+        ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
+        text=True, timeout=1500, cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(machine),
+             "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2"})
+    assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
+    assert "gpu_check: cpu mode, preset ci" in done.stdout
+    reports = list((work / "results").glob("*/report.html"))
+    assert len(reports) == 1
+    results = reports[0].parent
+    for section in ("hybridize", "multi_gpu_scratch", "auto_parallelism"):
+        run = json.loads((results / f"{section}_pytorch/run.json").read_text())
+        assert run["status"] == "ok", (section, run.get("log_tail"))
+    assert not (results / "hybridize").exists()  # MXNet's sections: not asked for
+    archives = list((work / "archives").glob("*.tar.gz"))
+    assert [a.name for a in archives] == [f"{results.name}.tar.gz"]
+    assert not (work / "report/machines").exists()  # kept only after a run on a GPU

@@ -27,6 +27,7 @@ rule archive:
         config=f"{RESULTS}/config.yaml",
         workflow_lock="envs/workflow.lock.txt",
         mxnet_lock="envs/mxnet.lock.txt",
+        torch_lock="envs/torch.lock.txt",
     output:
         f"archives/{RESULTS_ID}.tar.gz",
     log:
@@ -39,4 +40,5 @@ rule archive:
     shell:
         "{params.py:q} {input.script:q} --results {params.results:q}"
         " --extra workflow.lock.txt={input.workflow_lock:q}"
-        " mxnet.lock.txt={input.mxnet_lock:q} --out {output:q} > {log:q} 2>&1"
+        " mxnet.lock.txt={input.mxnet_lock:q} torch.lock.txt={input.torch_lock:q}"
+        " --out {output:q} > {log:q} 2>&1"
