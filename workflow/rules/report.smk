@@ -99,7 +99,7 @@ rule report:
         verdicts=f"{RESULTS}/verdicts.csv",
         runs=RUN_RECORDS,
         plots=rules.plots.output,
-        benchmarks=expand(f"{RESULTS}/benchmarks/{{section}}.tsv", section=EXPERIMENTS),
+        benchmarks=[f"{RESULTS}/benchmarks/{rule_name(s, f)}.tsv" for s, f in JOBS],
     output:
         report(
             f"{RESULTS}/report.html",
