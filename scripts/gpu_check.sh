@@ -54,7 +54,7 @@ echo "gpu_check: $mode mode, preset $preset, $cores cores, torch from $python"
 config=(preset="$preset" "frameworks=[pytorch]" torch_python="$interpreter"
         data_dir="$kit/fashion-mnist" gpu_sections_on_cpu="$on_cpu")
 start=$(date +%s)
-"$interpreter" -m snakemake --cores "$cores" --config "${config[@]}" all archive
+"$interpreter" -m snakemake all archive --cores "$cores" --config "${config[@]}"
 echo "gpu_check: finished in $(( $(date +%s) - start )) s"
 
 archive=$(ls -t archives/*.tar.gz | head -n 1)

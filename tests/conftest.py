@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,20 @@ def run_program(python: Path, *parts: str, env: dict[str, str] | None = None,
                           timeout=timeout, cwd=REPO / "scripts", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def crashing_python(folder: Path, module: str, message: str | None = None) -> Path:
+    """An interpreter that passes the check before a run (it answers the framework's
+    version) and fails as each section starts, printing ``message`` (by default what a
+    Python without the framework says); machine_info it runs with the workflow's Python."""
+    message = message or f"ModuleNotFoundError: No module named '{module}'"
+    path = folder / f"python-without-{module}"
+    path.write_text("#!/bin/sh\n"
+                    'case "$1" in -c) echo 99.0; exit 0;; *machine_info.py)'
+                    f' exec {WORKFLOW_PYTHON} "$@";; esac\n'
+                    f"echo {shlex.quote(message)} >&2\nexit 1\n")
+    path.chmod(0o755)
+    return path
 
 
 CI_MACHINE = "ci-test-machine"

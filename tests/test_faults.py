@@ -17,7 +17,14 @@ import pandas as pd
 import pytest
 from markupsafe import escape
 
-from conftest import CI_CONFIG, CI_MACHINE, SNAKEMAKE, WORKFLOW_PYTHON, copy_workflow, snakemake
+from conftest import (
+    CI_CONFIG,
+    CI_MACHINE,
+    SNAKEMAKE,
+    copy_workflow,
+    crashing_python,
+    snakemake,
+)
 
 SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",
             "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon", "ceilings"]
@@ -83,7 +90,8 @@ def test_failure_records_name_their_own_experiment(tmp_path):
     work = copy_workflow(tmp_path / "wf")
     targets = [f"results/broken/{s}/run.json" for s in ("async_computation", "hybridize")]
     done = snakemake(work, *targets, "--cores", "2", "--config", "preset=ci",
-                     "machine=broken", f"experiment_python={WORKFLOW_PYTHON}")
+                     "machine=broken", "frameworks=[mxnet]",
+                     f"experiment_python={crashing_python(tmp_path, 'mxnet')}")
     assert done.returncode == 0, done.stderr[-3000:]
     for target in targets:
         run = json.loads((work / target).read_text())

@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
+from conftest import (
+    CI_MACHINE,
+    REPO,
+    WORKFLOW_PYTHON,
+    copy_workflow,
+    crashing_python,
+    snakemake,
+)
 from d2lperf import archive, configcheck
 from d2lperf import machine as machines
 from d2lperf.archive import ArchiveError, import_archive
@@ -314,7 +321,8 @@ def test_data_dir_that_needs_quoting_runs_nothing(tmp_path):
     for path in source.iterdir():
         (folder / path.name).symlink_to(path.resolve())
     done = snakemake(work, "--cores", "1", "results/x/multi_gpu_gluon/run.json", "--config",
-                     "preset=ci", "machine=x", f"experiment_python={WORKFLOW_PYTHON}",
+                     "preset=ci", "machine=x", "frameworks=[mxnet]",
+                     f"experiment_python={crashing_python(tmp_path, 'mxnet')}",
                      f"data_dir={folder}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert not (work / "pwned").exists()

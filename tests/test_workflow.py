@@ -14,6 +14,7 @@ from conftest import (
     REPO,
     WORKFLOW_PYTHON,
     copy_workflow,
+    crashing_python,
     snakemake,
 )
 from d2lperf.tables import load_reference, load_samples
@@ -143,25 +144,16 @@ def test_snakemake_report_zip(ci_run, experiment_python):
     assert any(n.endswith("verdicts.csv") for n in names)
 
 
-def crashing_torch(tmp_path):
-    """An interpreter that passes the check before the run (it answers torch's version) and
-    crashes as every PyTorch section starts; machine_info it runs with the workflow's."""
-    path = tmp_path / "python"
-    path.write_text("#!/bin/sh\n"
-                    'case "$1" in -c) echo 2.13.0; exit 0;; *machine_info.py)'
-                    f' exec {WORKFLOW_PYTHON} "$@";; esac\n'
-                    'echo "RuntimeError: CUDA error: no kernel image is available" >&2\n'
-                    "exit 1\n")
-    path.chmod(0o755)
-    return path
+CUDA_ERROR = "RuntimeError: CUDA error: no kernel image is available for execution"
 
 
 def test_failed_experiment_is_reported_with_its_log(tmp_path):
     """An experiment that crashes (here: every PyTorch section) is shown as failed, with
     its log, and the pipeline still produces the report."""
     work = copy_workflow(tmp_path / "wf")
+    torch = crashing_python(tmp_path, "torch", CUDA_ERROR)
     done = snakemake(work, "--cores", "2", "--config", "preset=ci", "machine=broken",
-                     "frameworks=[pytorch]", f"torch_python={crashing_torch(tmp_path)}")
+                     "frameworks=[pytorch]", f"torch_python={torch}")
     assert done.returncode == 0, done.stderr[-3000:]
     run = json.loads((work / "results/broken/hybridize_pytorch/run.json").read_text())
     assert run["status"] == "failed" and run["exit_code"] == 1

@@ -126,8 +126,8 @@ TORCH_PY = (
 INTERPRETER = {"mxnet": EXPERIMENT_PY, "pytorch": TORCH_PY}
 CONDA_ENV = {"mxnet": EXPERIMENT_ENV, "pytorch": "../../envs/torch.yaml"}
 # Each framework's interpreter answers before any job runs (a cluster job's node was
-# checked by its submitter; conda builds the environments itself).
-if not USING_CONDA and not workflow.remote_exec:
+# checked by its submitter; conda builds the environments itself; a dry run runs none).
+if not (USING_CONDA or workflow.remote_exec or workflow.output_settings.dryrun):
     for framework in FRAMEWORKS:
         wrong = framework_problem(framework, INTERPRETER[framework])
         if wrong:
