@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from d2lperf import claims, experiment  # noqa: E402
-from d2lperf.presets import cli_args  # noqa: E402
+from d2lperf.presets import cli_args, for_framework  # noqa: E402
 from d2lperf.tables import load_reference, load_samples, summarise_samples  # noqa: E402
 
 EXPERIMENT_PYTHON = Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python"))
@@ -74,7 +74,8 @@ def main() -> int:
         for k in range(args.runs):
             runs, frames, wall = {}, [], 0.0
             for section in args.sections:
-                options = {"threads": threads, **config["presets"][args.preset][section]}
+                options = {"threads": threads,
+                           **for_framework(config["presets"][args.preset][section], "mxnet")}
                 run, samples, seconds = run_section(section, options, Path(tmp) / f"{k}" / section)
                 runs[section], wall = run, wall + seconds
                 frames.append(samples)

@@ -79,3 +79,11 @@ def test_snakemake_refuses_before_any_job(tmp_path, arguments, message):
     assert "Invalid configuration" in done.stderr + done.stdout
     assert message in done.stderr + done.stdout
     assert not (work / "results").exists()
+
+
+def test_framework_only_options_reach_only_that_frameworks_script():
+    from d2lperf.presets import for_framework
+
+    hybridize = {"forward_passes": 100, "repeats": 3, "compile_runs": 1}
+    assert for_framework(hybridize, "pytorch") == hybridize
+    assert for_framework(hybridize, "mxnet") == {"forward_passes": 100, "repeats": 3}

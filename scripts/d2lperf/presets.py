@@ -5,6 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# Preset entries that only one framework's script takes (the others leave them out).
+FRAMEWORK_OPTIONS = {"compile_runs": "pytorch"}
+
+
+def for_framework(options: Mapping[str, Any], framework: str) -> dict[str, Any]:
+    """A preset section's entries that ``framework``'s script takes."""
+    return {key: value for key, value in options.items()
+            if FRAMEWORK_OPTIONS.get(key, framework) == framework}
+
 
 def cli_args(options: Mapping[str, Any]) -> list[str]:
     """``{"batch_sizes": [256, 512], "data_download": True}`` ->

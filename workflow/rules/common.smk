@@ -6,7 +6,7 @@ from snakemake.settings.types import DeploymentMethod
 
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
-from d2lperf.presets import cli_args
+from d2lperf.presets import cli_args, for_framework
 from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check_threads
 from d2lperf.blas import BlasError, find_system_blas
 from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
@@ -215,10 +215,6 @@ def torch_device_kind(section):
     return "cpu"
 
 
-# Options of one framework's script only.
-FRAMEWORK_OPTIONS = {"compile_runs": "pytorch"}
-
-
 def section_threads(section):
     """One OpenMP thread per engine queue on CPU contexts: the mxnet wheel's OpenBLAS
     0.3.13 (USE_OPENMP) hangs when two queues call its multithreaded sgemm at once."""
@@ -232,11 +228,7 @@ def section_args(section, framework="mxnet"):
     options = {
         "threads": section_threads(section),
         "probe_seconds": config.get("probe_seconds", 0.2),
-        **{
-            key: value
-            for key, value in PRESET[section].items()
-            if FRAMEWORK_OPTIONS.get(key, framework) == framework
-        },
+        **for_framework(PRESET[section], framework),
     }
     if framework == "pytorch" and section != "ceilings":
         options["on"] = torch_device_kind(section)
