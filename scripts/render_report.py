@@ -18,7 +18,7 @@ import jinja2
 import pandas as pd
 
 from d2lperf import provenance
-from d2lperf.results import read_json, section_folder
+from d2lperf.results import read_json
 
 
 def like_document(value: float | None, printed: str | None) -> str:
@@ -136,22 +136,14 @@ def render(args: argparse.Namespace) -> str:
     verdicts = records(args.verdicts)
     sections = []
     order = list(titles)
-    # One section per experiment, each framework's run in it (MXNet's, the documents', first).
-    by_experiment: dict[str, list[dict[str, Any]]] = {}
-    for run in sorted(runs, key=lambda r: r.get("framework", "mxnet") != "mxnet"):
-        framework = run.get("framework", "mxnet")
-        by_experiment.setdefault(run["experiment"], []).append(
-            {"framework": framework, "name": section_folder(run["experiment"], framework),
-             "run": run})
-    for experiment in sorted(by_experiment, key=lambda e: order.index(e)
-                             if e in order else len(order)):
-        section_runs = by_experiment[experiment]
+    for run in sorted(runs, key=lambda r: order.index(r["experiment"])
+                      if r["experiment"] in order else len(order)):
+        experiment = run["experiment"]
         sections.append({
             "experiment": experiment,
             "title": titles.get(experiment, {"title": experiment, "heading": "",
                                              "document": ""}),
-            "run": section_runs[0]["run"],
-            "runs": section_runs,
+            "run": run,
             "figures": [r for r in summary if r["experiment"] == experiment],
             "outputs": [r for r in outputs if r["experiment"] == experiment],
             "plot": svg_data_uri(plots[experiment]) if experiment in plots else None,
