@@ -4,6 +4,7 @@ PYTHON ?= python3
 CORES ?= 4
 VENV := .venv
 MXVENV := .venv-mxnet
+TVENV := .venv-torch
 SNAKEMAKE := $(VENV)/bin/snakemake
 
 .PHONY: report test setup envs data browser blas slurm lint lock bench clean
@@ -19,8 +20,7 @@ test: setup browser blas slurm
 
 setup: envs data
 
-envs: $(VENV)/.installed $(MXVENV)/.installed
-envs: $(TVENV)/.installed
+envs: $(VENV)/.installed $(MXVENV)/.installed $(TVENV)/.installed
 
 # The workflow environment: Snakemake, pandas, matplotlib, jinja2, pytest (modern numpy).
 $(VENV)/.installed: envs/workflow.lock.txt
@@ -50,7 +50,6 @@ $(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt
 # PyTorch's CPU index, TORCH_CPU_INDEX. Where `nvidia-smi` answers, the CUDA build from
 # PyPI (its nvidia-* libraries pinned by torch's own metadata). Override with
 # `make TORCH_BUILD=cpu ...`; each run records which build ran (run.json: torch).
-TVENV := .venv-torch
 TORCH_BUILD ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 $(TVENV)/.installed: envs/torch.lock.txt
