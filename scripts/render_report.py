@@ -232,7 +232,7 @@ def accuracy_words(claim: Row, framework: str | None, summary: list[Row]) -> str
         last = max(documented, key=lambda r: r["epoch"])
         epoch = int(last["epoch"])
         if framework is None:
-            parts.append(f"{device_words(case)} {last['document_printed']}")
+            parts.append(f"{last['document_printed']}")
             continue
         mine = [r for r in rows if (r.get("framework") or DEFAULT_FRAMEWORK) == framework
                 and r.get("median") is not None]
@@ -244,7 +244,10 @@ def accuracy_words(claim: Row, framework: str | None, summary: list[Row]) -> str
                          f"{epoch} epochs")
     if not parts:
         return ""
-    return ", ".join(parts) + (f" after epoch {epoch}" if "ran " not in parts[0] else "")
+    ran = {p.split(": ", 1)[-1] for p in parts if ": ran " in p}
+    if len(ran) == 1 and len(ran) == len({p.split(": ", 1)[-1] for p in parts}):
+        return ran.pop()  # every case ran as far: say it once
+    return ", ".join(parts) + (f" at epoch {epoch}" if "ran " not in parts[0] else "")
 
 
 def evidence_words(verdict: Row, labels: dict[str, str]) -> str:
@@ -255,8 +258,20 @@ def evidence_words(verdict: Row, labels: dict[str, str]) -> str:
     return text
 
 
+def not_run_words(run: Row | None) -> str:
+    """Why a section has no verdict: it did not run, failed, or was skipped."""
+    if run is None:
+        return "did not run"
+    if run.get("status") == "failed":
+        return "the section failed (its log is in the section)"
+    if run.get("status") in ("skipped", "refused"):
+        return f"{run['status']}: {run.get('reason')}"
+    return ""
+
+
 def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[str, Row],
-               summary: list[Row], case_words: dict[str, str]) -> list[Row]:
+               summary: list[Row], case_words: dict[str, str],
+               runs: dict[tuple[str, str], Row]) -> list[Row]:
     """Each claim once, with a verdict per framework and the document's own ratio."""
     rows: dict[str, Row] = {}
     for v in verdicts:
@@ -274,6 +289,8 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
             row["document"] = accuracy_words(meta, None, summary)
         elif meta["form"] == "outputs":
             effect = str(v.get("evidence") or "")
+        if not effect and v["verdict"] == "not applicable":
+            effect = not_run_words(runs.get((framework, v["section"])))
         row["by"][framework] = {"verdict": v["verdict"], "effect": effect,
                                 "evidence": evidence_words(v, case_words)}
         found = document_ratio(meta, summary) if meta["form"] != "accuracy" else None
@@ -285,9 +302,33 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
     return list(rows.values())
 
 
-def check_lines(verdicts: list[Row], frameworks: list[str]) -> list[Row]:
+def percent(value: float) -> str:
+    return f"{100 * value:+.0f}%" if abs(value) >= 0.1 else f"{100 * value:+.1f}%"
+
+
+def check_text(name: str, mine: list[Row], runs: list[Row]) -> str:
+    """A check's figures in short, from its numbers (the evidence column says it long)."""
+    if name.startswith("aa_"):
+        apart = [f"{100 * abs(v['ratio'] - 1):.0f}%" for v in mine if v.get("ratio") is not None]
+        return f"{' and '.join(apart)} apart" if apart else str(mine[0]["evidence"])
+    v = mine[0]
+    if name == "first_position_effect" and v.get("ratio") is not None:
+        return (f"{percent(v['ratio'] - 1)} [{percent(v['ratio_low'] - 1)}, "
+                f"{percent(v['ratio_high'] - 1)}]")
+    steady = [r["steadiness"] for r in runs if r.get("steadiness")]
+    if name == "machine_steadiness" and steady:
+        moved = max((s["probe_moved"] for s in steady), key=abs)
+        steal = max((s.get("steal_share") or 0 for s in steady), default=0)
+        flagged = sum(1 for s in steady if s.get("flags"))
+        return (f"probe moved up to {percent(moved)}, {100 * steal:.1f}% stolen, "
+                f"{flagged}/{len(steady)} sections flagged")
+    return str(v["evidence"])
+
+
+def check_lines(verdicts: list[Row], frameworks: list[str],
+                runs: dict[tuple[str, str], Row]) -> list[Row]:
     """The measurement check, one line per kind: the worst verdict per framework, with
-    the evidence in short."""
+    its figures in short."""
     lines = []
     checks = [v for v in verdicts if v.get("kind") == "check"]
     for title, names in CHECK_GROUPS:
@@ -299,13 +340,7 @@ def check_lines(verdicts: list[Row], frameworks: list[str]) -> list[Row]:
                 cells.append(None)
                 continue
             worst = min(mine, key=lambda v: VERDICT_RANK.get(v["verdict"], 1))
-            if names[0].startswith("aa_"):
-                apart = [f"{v['section']} {abs(v['ratio'] - 1):.0%}" for v in mine
-                         if v.get("ratio") is not None]
-                text = "apart: " + ", ".join(apart) if apart else worst["evidence"]
-            else:
-                text = str(worst["evidence"]).split(" sections flagged:")[0]
-                text += " sections flagged" if "sections flagged:" in worst["evidence"] else ""
+            text = check_text(names[0], mine, [r for k, r in runs.items() if k[0] == framework])
             cells.append({"framework": FRAMEWORKS.get(framework, framework),
                           "verdict": worst["verdict"], "text": text})
         lines.append({"title": title, "cells": cells})
@@ -470,10 +505,10 @@ def how_to_run(experiment: str, framework: str, reason: str) -> str:
 def run_line(run: Row | None) -> Row:
     """One framework's status line of a section."""
     if run is None:
-        return {"status": "missing", "text": "did not run"}
+        return {"status": "missing", "text": "did not run", "flags": []}
     status = run.get("status", "missing")
     if status != "ok":
-        return {"status": status, "text": run.get("reason") or ""}
+        return {"status": status, "text": run.get("reason") or "", "flags": []}
     params = run.get("parameters") or {}
     text = f"{run.get('wall_seconds', '–')} s"
     if params.get("repeats") is not None:
@@ -551,6 +586,15 @@ def machine_rows(machine: Row) -> dict[str, str]:
          + (f"; CUDA {machine['cuda_driver_version']}" if machine.get("cuda_driver_version")
             else "") if gpus else "none"),
     ])
+
+
+def machine_line(machine: Row) -> str:
+    """The machine in one line: CPU, cores, GPUs."""
+    cpu = machine.get("cpu", {})
+    gpus = machine.get("gpus") or []
+    names = {g["name"]: sum(1 for h in gpus if h["name"] == g["name"]) for g in gpus}
+    return (f"{cpu.get('model')}, {cpu.get('logical_cores')} logical cores; GPUs: "
+            + (", ".join(f"{n} × {name}" for name, n in names.items()) or "none"))
 
 
 def mxnet_stack(machine: Row, runs: Iterable[Row]) -> dict[str, str] | None:
@@ -678,7 +722,7 @@ def render(args: argparse.Namespace) -> str:
     verdicts = records(args.verdicts)
     figures = side_by_side(summary, frameworks, labels)
     case_words = {r["case"]: r["label"] for r in figures if r["epoch"] is None}
-    claims = claim_rows(verdicts, frameworks, claims_table, summary, case_words)
+    claims = claim_rows(verdicts, frameworks, claims_table, summary, case_words, runs)
     unlabelled = sorted({f"{r['experiment']}/{r['case']} ({r['metric']})" for r in figures
                          if not r["labelled"]})
     if unlabelled:
@@ -690,6 +734,7 @@ def render(args: argparse.Namespace) -> str:
     return env.get_template(template.name).render(
         machine=machine,
         machine_rows={**machine_rows(machine), "ceilings (measured here)": ceilings_text(summary)},
+        machine_line=machine_line(machine),
         stacks={name: rows for name, rows in stacks.items() if rows},
         frameworks=[FRAMEWORKS.get(f, f) for f in frameworks],
         when=measured_when(run_list),
@@ -697,16 +742,22 @@ def render(args: argparse.Namespace) -> str:
         preset=args.preset,
         sections=sections,
         claims=claims,
-        checks=check_lines(verdicts, frameworks),
+        checks=check_lines(verdicts, frameworks, runs),
         check_rows=[v for v in verdicts if v.get("kind") == "check"],
         overview=overview(figures, summary, frameworks, titles),
         runs=[{"section": s["title"]["title"], "experiment": s["experiment"],
                "framework": r["framework"], "run": r["run"],
-               "job": jobs_key(s["experiment"], r["framework"])}
+               "job": jobs_key(s["experiment"], r["framework"]), "code": code_text(r["run"])}
               for s in sections for r in s["runs"] if r["run"]],
         comparison=comparison(args),
         unlabelled=unlabelled,
     )
+
+
+def code_text(run: Row) -> str:
+    code = run.get("code") or {}
+    return (code.get("commit") or "not a git checkout")[:12] + (
+        " (modified)" if code.get("dirty") else "")
 
 
 def jobs_key(experiment: str, framework_name: str) -> str:
