@@ -5,6 +5,7 @@ CORES ?= 4
 VENV := .venv
 MXVENV := .venv-mxnet
 SNAKEMAKE := $(VENV)/bin/snakemake
+AXE := tests/.axe
 
 .PHONY: report test setup envs data browser blas slurm lint lock bench clean
 
@@ -40,9 +41,17 @@ $(MXVENV)/.installed: envs/mxnet.lock.txt
 data:
 	@scripts/install_data.sh
 
-## browser: headless Chromium (and a CJK font for the documents' headings) for the report's test
-browser:
+## browser: headless Chromium (and a CJK font for the documents' headings) for the report's test,
+# and axe-core (in a pinned wheel, injected from disk: no network at test time) for its
+# accessibility check
+browser: $(AXE)/.installed
 	@scripts/install_packages.sh "the report's browser test" chromium fonts-wqy-zenhei
+
+# In a folder of its own (only its axe.min.js is used), after `setup` made the venv.
+$(AXE)/.installed: envs/browser.lock.txt
+	rm -rf $(AXE)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --target $(AXE) -r $<
+	touch $@
 
 ## blas: Debian's OpenBLAS, for `--config blas=system` (MXNet's bundled BLAS vs a modern one)
 blas:
@@ -68,4 +77,4 @@ bench: envs
 	$(VENV)/bin/python bench/pipeline_overhead.py
 
 clean:
-	rm -rf $(VENV) $(MXVENV) .snakemake
+	rm -rf $(VENV) $(MXVENV) $(AXE) .snakemake

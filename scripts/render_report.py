@@ -72,7 +72,7 @@ def records(path: Path) -> list[Row]:
     empty cell is None (never NaN, which a template would take for true)."""
     frame = pd.read_csv(path, dtype={"document_printed": str, "measured": str, "variant": str},
                         keep_default_na=False, na_values={c: [""] for c in NUMERIC})
-    frame = frame.astype(object).where(frame.notna(), None)
+    frame = frame.astype(object).where(frame.notna() & (frame != ""), None)
     rows = frame.to_dict("records")
     for row in rows:
         if "framework" in row and not row["framework"]:
