@@ -28,14 +28,20 @@ $(VENV)/.installed: envs/workflow.lock.txt
 	touch $@
 
 # The experiment environment: MXNet 1.9.1, which needs numpy < 1.24 (DESIGN.md decision 1).
-# Where an NVIDIA GPU answers, MXNet's CUDA build of the same release replaces the CPU one
-# (override with `make MXNET_BUILD=mxnet-cu117 ...`); each run records which build ran.
-MXNET_BUILD ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo mxnet-cu112 || echo mxnet)
-$(MXVENV)/.installed: envs/mxnet.lock.txt
+# scripts/mxnet_build.py picks the build and says why in one line: where MXNet has kernels
+# for a GPU here (compute capability 5.0-8.9, read from nvidia-smi), its CUDA 11.7 build
+# with CUDA 11's libraries from PyPI (envs/mxnet-cu117.lock.txt), linked beside
+# libmxnet.so; else (9.0 and later, or no driver) the CPU build. Override with
+# `make MXNET_BUILD=mxnet ...` (auto, mxnet, mxnet-cu112, mxnet-cu117); each run records
+# which build ran.
+MXNET_BUILD ?= auto
+$(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt
 	$(PYTHON) -m venv $(MXVENV)
-	sed 's/^mxnet==/$(MXNET_BUILD)==/' $< > $(MXVENV)/requirements.txt
+	$(PYTHON) scripts/mxnet_build.py requirements --build '$(MXNET_BUILD)' --out $(MXVENV)/requirements.txt
 	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check -r $(MXVENV)/requirements.txt
-	echo $(MXNET_BUILD) > $@
+	$(PYTHON) scripts/mxnet_build.py link-cuda-libs --venv $(MXVENV)
+	@scripts/install_packages.sh "the libgfortran.so.3 inside MXNet's wheels" libquadmath0
+	sed -n 's/^\(mxnet[-a-z0-9]*\)==.*/\1/p' $(MXVENV)/requirements.txt > $@
 
 ## data: Fashion-MNIST from Debian's package where possible (the training sections need it)
 data:
@@ -67,14 +73,19 @@ lint: envs
 	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 	$(SNAKEMAKE) --lint
 
-## lock: re-pin both environments from what is installed now
+## lock: re-pin both environments from what is installed now (the CUDA 11 pins by hand)
 lock: envs
 	{ sed -n 1,2p envs/workflow.lock.txt; $(VENV)/bin/pip freeze; } > envs/workflow.lock.tmp
-	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze; } > envs/mxnet.lock.tmp
+	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze | \
+	  sed -E '/^nvidia-/d; s/^mxnet-cu[0-9]+==/mxnet==/'; } > envs/mxnet.lock.tmp
 	mv envs/workflow.lock.tmp envs/workflow.lock.txt; mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
 
+# The commit before side-by-side measurement (issue 12) and PyTorch: bench prints its run
+# time beside this tree's.
+BENCH_BASELINE ?= 8a3f68d
 bench: envs
-	$(VENV)/bin/python bench/pipeline_overhead.py
+	$(VENV)/bin/python bench/pipeline_overhead.py --against $(BENCH_BASELINE)
+	$(VENV)/bin/python bench/verdict_stability.py --runs 3
 
 clean:
 	rm -rf $(VENV) $(MXVENV) $(AXE) .snakemake

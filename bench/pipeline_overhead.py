@@ -11,7 +11,10 @@ For each preset, in a temporary copy of the workflow:
   and the report step's peak memory (its own getrusage, printed in its log);
 - repeatability: the hybridize section timed a second time, and the drift of its medians;
 - the fraction of the measured ceiling that `dot` of 2000 x 2000 reaches.
-Finally the timing harness's own cost per timed call. Nothing here asserts: it prints.
+Finally the timing harness's own cost per timed call. With ``--against REV`` it first
+times the whole `documents` run of that earlier commit and of this tree one after the
+other, and prints both (what a change of the harness costs in run time).
+Nothing here asserts: it prints.
 Run it on a quiet machine: it times, and other load changes its figures.
 """
 
@@ -136,11 +139,36 @@ def bench_preset(preset: str, runs: int) -> None:
                   f"measured ceiling ({dot['ceiling_case']}: {dot['ceiling']:.0f} GFLOP/s)")
 
 
+def whole_run(work: Path, preset: str) -> float:
+    seconds, _ = timed_snakemake(work, "--cores", "4", "--config", f"preset={preset}",
+                                 f"machine={MACHINE}", f"experiment_python={EXPERIMENT_PYTHON}")
+    return seconds
+
+
+def bench_against(revision: str, preset: str) -> None:
+    """The whole run of an earlier commit, then of this tree, one after the other."""
+    print(f"\n== preset {preset}: commit {revision} against this tree, one after the other")
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "old"
+        old.mkdir()
+        archive = subprocess.run(["git", "archive", revision], cwd=REPO, capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        before = whole_run(old, preset)
+        after = whole_run(copy_workflow(Path(tmp) / "new"), preset)
+    print(f"end to end: {revision} {before:.0f} s, this tree {after:.0f} s "
+          f"({after / before - 1:+.0%})")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--presets", nargs="+", default=["documents", "ci"])
     p.add_argument("--runs", type=int, default=5, help="no-op re-runs to time")
+    p.add_argument("--against", metavar="REV",
+                   help="an earlier commit whose whole documents run to time beside this one")
     args = p.parse_args()
+    if args.against:
+        bench_against(args.against, "documents")
     for preset in args.presets:
         bench_preset(preset, args.runs)
     python_overhead = Stats(measure(lambda: None, lambda: None, warmup=100,

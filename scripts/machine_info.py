@@ -1,7 +1,9 @@
 """Write machine.json: the hardware, OS, GPUs, and the experiment environment's software.
 
 Runs in the experiment environment so that it records the MXNet build (version,
-features, the BLAS it loaded) that the timings actually used.
+features, the BLAS it loaded) that the timings actually used, and the preflight:
+for each GPU whether that build has code for it (read from its libmxnet.so) and
+whether a smoke test ran on it (d2lperf.mxnet_gpu.preflight).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from d2lperf import machine, provenance
+from d2lperf import machine, mxnet_gpu, provenance
 from d2lperf.experiment import mxnet_build
 from d2lperf.results import write_json
 
@@ -18,6 +20,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--machine", required=True, help="the machine id naming the results folder")
     p.add_argument("--out", required=True, help="machine.json to write")
+    p.add_argument("--smoke-timeout", type=float, default=180,
+                   help="seconds each GPU's MXNet smoke test may take (default: 180)")
     args = p.parse_args()
 
     try:
@@ -33,8 +37,15 @@ def main() -> int:
         **machine.hardware_facts(),
         "software": {"python": provenance.run_context()["python"], **software},
         "threads_environment": provenance.thread_settings(),
+        "mxnet_gpu_settings": provenance.mxnet_gpu_settings(),
+        "mxnet_gpu_support": mxnet_gpu.preflight(timeout=args.smoke_timeout),
     }
     write_json(args.out, facts)
+    for gpu in facts["mxnet_gpu_support"]["gpus"]:
+        smoke = gpu["smoke_test"]
+        failed = f"; its smoke test failed: {smoke['error']}" if smoke["ok"] is False else ""
+        print(f"GPU {gpu['index']}: {'usable' if gpu['usable'] else 'not usable'} by MXNet: "
+              f"{gpu['reason']}{failed if gpu['supported'] else ''}")
     print(f"wrote {args.out} for machine {args.machine}")
     return 0
 

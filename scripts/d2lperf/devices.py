@@ -1,16 +1,18 @@
 """Which MXNet contexts a section runs on (DESIGN.md decision 7).
 
-Sections written for GPUs run on GPUs when the machine has enough, and are skipped
-with the reason when it does not, unless the config asks for CPU contexts instead
-(``cpu(0)``, ``cpu(1)``, ...: separate engine queues on the same processor, exactly
-as seeds/000 ran its multi-device code without GPUs).
+Sections written for GPUs run on GPUs when the machine has enough that MXNet has
+code for, and are skipped with the reason when it does not (MXNet 1.9.1 has no
+kernels for compute capability 9.0 and later: d2lperf.mxnet_gpu), unless the
+config asks for CPU contexts instead (``cpu(0)``, ``cpu(1)``, ...: separate engine
+queues on the same processor, exactly as seeds/000 ran its multi-device code
+without GPUs).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from d2lperf import experiment
+from d2lperf import experiment, mxnet_gpu
 from d2lperf.experiment import Skipped
 
 KINDS = ("gpu", "cpu")
@@ -22,13 +24,17 @@ def add_argument(parser: argparse.ArgumentParser, default: str = "gpu") -> None:
 
 
 def contexts(kind: str, count: int) -> list:
-    """``count`` contexts of ``kind``; Skipped when the machine has too few GPUs."""
+    """``count`` contexts of ``kind``; Skipped when the machine has too few GPUs, or
+    GPUs the installed MXNet has no code for (before any work, rather than crash)."""
     import mxnet as mx
 
     if kind == "cpu":
         return [mx.cpu(i) for i in range(count)]
     if kind != "gpu":
         raise ValueError(f"unknown device kind {kind!r}; allowed: {', '.join(KINDS)}")
+    unusable = mxnet_gpu.unusable_reason(count)
+    if unusable is not None:
+        raise Skipped(unusable)
     found = mx.context.num_gpus()
     if found < count:
         plural = "s" if count > 1 else ""

@@ -33,6 +33,42 @@ THREAD_VARIABLES = (
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+# MXNet's GPU knobs that change GPU timings, with MXNet 1.9.1's defaults (docs/faq/
+# env_var.md): cuDNN tunes each convolution on the first use of every input shape,
+# pointwise fusion compiles with NVRTC at run time, bulking merges engine ops, and on
+# Ampere and later CUDA 11 runs FP32 matrix products in TF32 unless told not to.
+_BULK_TRAIN_DEFAULT = "<MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN>"
+MXNET_GPU_VARIABLES: dict[str, str | None] = {
+    "MXNET_CUDNN_AUTOTUNE_DEFAULT": "1",
+    "MXNET_GPU_MEM_POOL_TYPE": "Naive",
+    "MXNET_GPU_WORKER_NTHREADS": "2",
+    "MXNET_GPU_WORKER_NSTREAMS": "1",
+    "MXNET_USE_FUSION": "1",
+    "MXNET_EXEC_BULK_EXEC_INFERENCE": "1",
+    "MXNET_EXEC_BULK_EXEC_TRAIN": "1",
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN": "15",
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD": _BULK_TRAIN_DEFAULT,
+    "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD": _BULK_TRAIN_DEFAULT,
+    "MXNET_CUDA_ALLOW_TENSOR_CORE": "1",
+    "NVIDIA_TF32_OVERRIDE": None,  # unset: TF32 allowed; 0 turns it off
+}
+
+
+def mxnet_gpu_settings(environ: dict[str, str] | None = None) -> dict[str, dict[str, str | None]]:
+    """Each MXNet GPU variable: its value here (None: unset), MXNet's default, and the
+    one in effect."""
+    environ = os.environ if environ is None else environ
+    settings = {}
+    for name, default in MXNET_GPU_VARIABLES.items():
+        value = environ.get(name)
+        effective = value if value is not None else default
+        if effective == _BULK_TRAIN_DEFAULT:
+            effective = environ.get("MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN",
+                                    MXNET_GPU_VARIABLES["MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN"])
+        settings[name] = {"value": value, "default": default, "effective": effective}
+    return settings
+
+
 
 def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
@@ -94,6 +130,7 @@ def run_context() -> dict[str, Any]:
         "hostname": platform.node(),
         "pid": os.getpid(),
         "threads": thread_settings(),
+        "mxnet_gpu_settings": mxnet_gpu_settings(),
         "load_average_at_start": load_average(),
         "cpu_governor": cpu_governor(),
         "code": git_commit(),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO, TypeVar
 
@@ -109,6 +109,34 @@ def prepare(args: argparse.Namespace) -> tuple[list[Run], list]:
     # The DataLoader shuffles with numpy's generator: seeding it makes runs repeatable.
     np.random.seed(MXNET_DEFAULT_SEED)
     return planned, ctx
+
+
+def batch_sizes(examples: int, batch_size: int) -> list[int]:
+    """Each batch size one epoch feeds, once: the full one, then the smaller last batch
+    where the examples do not divide evenly (DataLoader keeps it)."""
+    sizes = [batch_size] if examples >= batch_size else []
+    return sizes + ([examples % batch_size] if examples % batch_size else [])
+
+
+def warm_up(train_iter, batch_size: int, step: Callable[[Any, Any], None]) -> list[list[int]]:
+    """``step(X, y)`` once for every input shape an epoch will feed, before the first
+    timed epoch, so that work done on a shape's first use stays out of the timings:
+    cuDNN tunes its convolution algorithms per shape (MXNET_CUDNN_AUTOTUNE_DEFAULT),
+    MKLDNN builds its primitives per shape. The batches are zeros, made here: the
+    loader's order and every random generator stay where they were. ``step`` must
+    leave the parameters as they were (forward and backward, no update).
+    Returns the input shapes warmed."""
+    from mxnet import nd
+
+    dataset = train_iter._dataset  # DataLoader keeps it; indexing draws no random number
+    example_shape = dataset[0][0].shape
+    warmed = []
+    for size in batch_sizes(len(dataset), batch_size):
+        X, y = nd.zeros((size, *example_shape)), nd.zeros((size,))
+        step(X, y)
+        warmed.append(list(X.shape))
+    nd.waitall()
+    return warmed
 
 
 def _usage_error(message: str) -> None:

@@ -113,6 +113,34 @@ def demos(rec: Recorder, net, ctx) -> None:
     rec.output("weight_same_on_devices", str(same))
 
 
+def warm_up(net, train_iter, batch_size: int, ctx, loss) -> list[list[int]]:
+    """Forward and backward once per input shape before the timed epochs
+    (training.warm_up); no trainer step, and BatchNorm's running statistics, which a
+    forward pass in training mode moves, are put back, so training is unchanged."""
+    from mxnet import autograd
+    from mxnet.gluon import utils as gutils
+
+    running = net.collect_params(".*running_mean|.*running_var")
+    saved: dict[str, list] = {}
+
+    def untimed_batch(X, y):
+        gpu_Xs, gpu_ys = gutils.split_and_load(X, ctx), gutils.split_and_load(y, ctx)
+        if not saved:
+            net(gpu_Xs[0])  # predicting moves no statistic, and ends deferred initialization
+            saved.update({name: [d.copy() for d in p.list_data()]
+                          for name, p in running.items()})
+        with autograd.record():
+            ls = [loss(net(gpu_X), gpu_y) for gpu_X, gpu_y in zip(gpu_Xs, gpu_ys)]
+        for l in ls:  # noqa: E741 (the document's name)
+            l.backward()
+
+    warmed = training.warm_up(train_iter, batch_size, untimed_batch)
+    for name, p in running.items():
+        for data, copy in zip(p.list_data(), saved[name]):
+            copy.copyto(data)
+    return warmed
+
+
 def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
           lr: float) -> None:
     from mxnet import autograd, gluon, init, nd
@@ -126,6 +154,8 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": lr})
     loss = gloss.SoftmaxCrossEntropyLoss()
     seconds, test_acc = [], float("nan")
+    warmed = warm_up(net, train_iter, batch_size, ctx, loss)
+    rec.notes.setdefault("warmed_input_shapes", {})[case] = warmed
     for epoch in range(1, args.epochs + 1):
         # One running sum per device, so that adding to it moves nothing between devices.
         loss_sums, examples = [nd.zeros(1, ctx=c) for c in ctx], 0

@@ -131,7 +131,7 @@ def demos(rec: Recorder, params, ctx) -> None:
 
 def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
           lr: float) -> None:
-    from mxnet import nd
+    from mxnet import autograd, nd
     from mxnet.gluon import loss as gloss
 
     train_iter, test_iter = training.load_data(args, batch_size)
@@ -139,6 +139,17 @@ def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
     case = training.case_name("lenet", len(ctx))
     print("running on:", ctx, flush=True)
     gpu_params = [get_params(params, c) for c in ctx]
+
+    def untimed_batch(X, y):  # forward and backward only: the gradients are overwritten
+        gpu_Xs, gpu_ys = split_and_load(X, ctx), split_and_load(y, ctx)
+        with autograd.record():
+            ls = [loss(lenet(gpu_X, gpu_W), gpu_y)
+                  for gpu_X, gpu_y, gpu_W in zip(gpu_Xs, gpu_ys, gpu_params)]
+        for l in ls:  # noqa: E741 (the document's name)
+            l.backward()
+
+    warmed = training.warm_up(train_iter, batch_size, untimed_batch)
+    rec.notes.setdefault("warmed_input_shapes", {})[case] = warmed
     for epoch in range(1, args.epochs + 1):
         # One running sum per device, so that adding to it moves nothing between devices.
         loss_sums, examples = [nd.zeros(1, ctx=c) for c in ctx], 0

@@ -1,0 +1,128 @@
+"""Which MXNet build `make envs` installs, what it installs with it, and where its CUDA
+libraries go so that libmxnet.so finds them.
+
+  mxnet_build.py choose                          # prints the build, then why
+  mxnet_build.py requirements --build auto --out REQUIREMENTS.txt [--dry-run]
+  mxnet_build.py link-cuda-libs --venv .venv-mxnet
+
+``auto`` asks nvidia-smi for each GPU's compute capability (d2lperf.mxnet_gpu):
+where MXNet 1.9.1 has kernels for one, mxnet-cu117 and CUDA 11's libraries pinned in
+envs/mxnet-cu117.lock.txt; else the CPU build. Any other --build names the build.
+Standard library only: runs with the system Python before any environment exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from d2lperf import mxnet_gpu
+
+ENVS = Path(__file__).resolve().parents[1] / "envs"
+BASE_LOCK = ENVS / "mxnet.lock.txt"
+CUDA_LOCK = ENVS / "mxnet-cu117.lock.txt"
+CHOICES = ("auto", *mxnet_gpu.BUILDS)
+
+
+def pinned(lock: Path) -> list[str]:
+    return [line.strip() for line in lock.read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def requirements(build: str, base_lock: Path = BASE_LOCK,
+                 cuda_lock: Path = CUDA_LOCK) -> list[str]:
+    """The pins the experiment environment gets for ``build``: the CPU lock as it is,
+    or with its mxnet line replaced by the CUDA build and CUDA 11's libraries."""
+    if build not in mxnet_gpu.BUILDS:
+        raise ValueError(f"MXNET_BUILD={build!r}; allowed: {', '.join(CHOICES)}")
+    base = pinned(base_lock)
+    if build == mxnet_gpu.CPU_BUILD:
+        return base
+    versions = [line.partition("==")[2] for line in base if line.startswith("mxnet==")]
+    if len(versions) != 1:
+        raise ValueError(f"{base_lock} must pin mxnet exactly once (mxnet==VERSION)")
+    cuda = [line for line in pinned(cuda_lock) if not line.startswith("mxnet-cu")]
+    others = [line for line in base if not line.startswith("mxnet==")]
+    return [*others, f"{build}=={versions[0]}", *cuda]
+
+
+def resolve(build: str) -> tuple[str, str]:
+    """(build, why): ``auto`` decides from the GPUs; a named build was asked for."""
+    if build == "auto":
+        return mxnet_gpu.choose_build()
+    if build not in mxnet_gpu.BUILDS:
+        raise ValueError(f"MXNET_BUILD={build!r}; allowed: {', '.join(CHOICES)}")
+    return build, "set by MXNET_BUILD"
+
+
+def describe(build: str) -> str:
+    if build == mxnet_gpu.CPU_BUILD:
+        return f"{build} (the CPU build)"
+    return f"{build} (with CUDA 11's libraries from {CUDA_LOCK.parent.name}/{CUDA_LOCK.name})"
+
+
+def site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python3*/site-packages"))
+    if not found:
+        raise FileNotFoundError(f"no lib/python3*/site-packages under {venv}")
+    return found[-1]
+
+
+def link_cuda_libraries(packages: Path) -> list[Path]:
+    """Symlink every library of the nvidia-*-cu11 wheels into mxnet/, beside libmxnet.so.
+
+    libmxnet.so's RPATH is ${ORIGIN} (DT_RPATH, which its dependencies' own look-ups
+    inherit), so every process that imports mxnet then finds cuDNN, cuBLAS, NCCL, ...
+    there, and only libcuda.so.1 is left to the driver. Returns the links made."""
+    mxnet_dir = packages / "mxnet"
+    made = []
+    for library in sorted(packages.glob("nvidia/*/lib/lib*.so*")):
+        link = mxnet_dir / library.name
+        if link.is_symlink():
+            link.unlink()
+        elif link.exists():
+            continue  # one the mxnet wheel ships itself
+        link.symlink_to(Path("..") / library.relative_to(packages))
+        made.append(link)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("choose", help="print the build auto picks, then why")
+    req = sub.add_parser("requirements", help="write the pins for a build")
+    req.add_argument("--build", default="auto",
+                     help=f"the MXNet build (allowed: {', '.join(CHOICES)}; default: auto)")
+    req.add_argument("--out", type=Path, help="requirements file to write")
+    req.add_argument("--dry-run", action="store_true", help="print the pins, write nothing")
+    link = sub.add_parser("link-cuda-libs", help="make CUDA 11's wheels' libraries findable")
+    link.add_argument("--venv", type=Path, required=True)
+    args = p.parse_args(argv)
+
+    if args.command == "link-cuda-libs":
+        made = link_cuda_libraries(site_packages(args.venv))
+        if made:
+            print(f"linked {len(made)} CUDA libraries beside libmxnet.so")
+        return 0
+    try:
+        build, why = resolve(args.build if args.command == "requirements" else "auto")
+        pins = requirements(build)
+    except ValueError as error:
+        print(f"mxnet_build.py: error: {error}", file=sys.stderr)
+        return 2
+    if args.command == "choose":
+        print(build)
+        print(why)
+        return 0
+    print(f"MXNet build: {describe(build)}: {why}")
+    if args.dry_run or args.out is None:
+        print("\n".join(pins))
+    else:
+        args.out.write_text("\n".join(pins) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
