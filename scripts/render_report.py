@@ -59,7 +59,7 @@ def number(value: float) -> str:
     """A ratio for a reader: two significant figures, no exponent."""
     if value >= 100:
         return f"{value:.0f}"
-    return f"{value:.2g}" if value >= 0.01 else f"{value:.1g}"
+    return f"{value:#.2g}".rstrip(".") if value >= 0.01 else f"{value:.1g}"
 
 
 NUMERIC = ("median", "q1", "q3", "ci_low", "ci_high", "ratio", "count", "outliers", "noisy",
@@ -603,6 +603,9 @@ def mxnet_stack(machine: Row, runs: Iterable[Row]) -> dict[str, str] | None:
     if not mxnet:
         return None
     blas = mxnet.get("blas") or {}
+    support = machine.get("mxnet_gpu_support") or {}
+    gpus = "; ".join(f"GPU {g.get('index')}: {'usable' if g.get('usable') else 'not usable'}"
+                     f" ({g.get('reason')})" for g in support.get("gpus") or [])
     return {
         "version": f"MXNet {mxnet.get('version')}"
                    + (f", {mxnet['gpus_visible']} GPU(s) visible" if mxnet.get("gpus_visible")
@@ -612,6 +615,8 @@ def mxnet_stack(machine: Row, runs: Iterable[Row]) -> dict[str, str] | None:
                                         blas.get("core") and f"kernel {blas['core']}"]))
                 or "unknown",
         "Python": f"Python {software.get('python')}, numpy {software.get('numpy')}",
+        **({"GPU support": gpus or f"no GPU: nvidia-smi {support.get('nvidia_smi')}"}
+           if support else {}),
     }
 
 
