@@ -535,27 +535,32 @@ def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
     order = list(titles) + sorted({e for _, e in runs} - set(titles))
     sections = []
     for experiment in order:
-        mine = {f: runs.get((f, experiment)) for f in frameworks}
-        if not any(mine.values()):
+        # the frameworks that have this section (the ceilings are the machine's, once)
+        here = [i for i, f in enumerate(frameworks) if (f, experiment) in runs]
+        if not here:
             continue
+        mine = {frameworks[i]: runs[(frameworks[i], experiment)] for i in here}
         statuses = {f: (r or {}).get("status", "missing") for f, r in mine.items()}
         ran = any(s in RAN for s in statuses.values())
         not_run = [{"framework": FRAMEWORKS.get(f, f), "status": s,
                     "reason": (mine[f] or {}).get("reason") or "did not run",
                     "command": how_to_run(experiment, f, (mine[f] or {}).get("reason") or "")}
                    for f, s in statuses.items() if s not in RAN]
-        rows = [r for r in figures if r["experiment"] == experiment]
-        section_outputs = [o for o in outputs if o["experiment"] == experiment]
+        rows = [{**r, "cells": [r["cells"][i] for i in here]} for r in figures
+                if r["experiment"] == experiment]
+        section_outputs = [{**o, "cells": [o["cells"][i] for i in here]} for o in outputs
+                           if o["experiment"] == experiment]
         sections.append({
             "experiment": experiment,
             "title": titles.get(experiment, {"title": experiment, "heading": "",
                                              "document": ""}),
             "ran": ran,
+            "frameworks": [FRAMEWORKS.get(f, f) for f in mine],
             "runs": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f], **run_line(mine[f])}
-                     for f in frameworks],
+                     for f in mine],
             "not_run": not_run,
             "failed": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f]}
-                       for f in frameworks if statuses[f] == "failed"],
+                       for f in mine if statuses[f] == "failed"],
             "claims": [c for c in claims if c["section"] == experiment],
             "figures": [r for r in rows if not r["extra"]],
             "extras": [r for r in rows if r["extra"]],
