@@ -492,14 +492,27 @@ def run_key(run: Row) -> tuple[str, str]:
     return run.get("framework") or DEFAULT_FRAMEWORK, run["experiment"]
 
 
-def how_to_run(experiment: str, framework: str, reason: str) -> str:
-    """The command that runs a section that did not run here."""
-    rule = section_folder(experiment, framework)
+def how_to_run(experiment: str, frameworks: list[str], reason: str) -> Row:
+    """The command that runs a section that did not run here, and what it does."""
+    rules = " ".join(section_folder(experiment, f) for f in frameworks)
     if "GPU" in reason:
-        return (f"snakemake --cores all --forcerun {rule} --config gpu_sections_on_cpu=True "
-                "(the same code on CPU contexts), or the same workflow on a machine with "
-                "the GPUs")
-    return f"snakemake --cores all --forcerun {rule}"
+        return {"command": f"snakemake --cores all --forcerun {rules} "
+                           "--config gpu_sections_on_cpu=True",
+                "note": "the same code on CPU contexts; or the workflow as it is on a machine "
+                        "with the GPUs"}
+    return {"command": f"snakemake --cores all --forcerun {rules}", "note": ""}
+
+
+def not_run_lines(experiment: str, mine: dict[str, Row], statuses: dict[str, str]) -> list[Row]:
+    """The frameworks that did not run a section, one line per reason."""
+    reasons: dict[tuple[str, str], list[str]] = {}
+    for framework, status in statuses.items():
+        if status not in RAN:
+            why = mine[framework].get("reason") or "did not run"
+            reasons.setdefault((status, why), []).append(framework)
+    return [{"frameworks": [FRAMEWORKS.get(f, f) for f in found], "status": status,
+             "reason": why, **how_to_run(experiment, found, why)}
+            for (status, why), found in reasons.items()]
 
 
 def run_line(run: Row | None) -> Row:
@@ -542,10 +555,7 @@ def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
         mine = {frameworks[i]: runs[(frameworks[i], experiment)] for i in here}
         statuses = {f: (r or {}).get("status", "missing") for f, r in mine.items()}
         ran = any(s in RAN for s in statuses.values())
-        not_run = [{"framework": FRAMEWORKS.get(f, f), "status": s,
-                    "reason": (mine[f] or {}).get("reason") or "did not run",
-                    "command": how_to_run(experiment, f, (mine[f] or {}).get("reason") or "")}
-                   for f, s in statuses.items() if s not in RAN]
+        not_run = not_run_lines(experiment, mine, statuses)
         rows = [{**r, "cells": [r["cells"][i] for i in here]} for r in figures
                 if r["experiment"] == experiment]
         section_outputs = [{**o, "cells": [o["cells"][i] for i in here]} for o in outputs
@@ -565,8 +575,13 @@ def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
             "figures": [r for r in rows if not r["extra"]],
             "extras": [r for r in rows if r["extra"]],
             "outputs": section_outputs,
-            "outputs_matching": sum(1 for o in section_outputs for c in o["cells"]
-                                    if c and c.get("match") == "yes"),
+            "outputs_matching": [
+                {"framework": FRAMEWORKS.get(f, f),
+                 "matching": sum(1 for o in section_outputs
+                                 if o["cells"][k] and o["cells"][k].get("match") == "yes"),
+                 "compared": sum(1 for o in section_outputs if o["cells"][k]
+                                 and o["cells"][k].get("match") in ("yes", "no"))}
+                for k, f in enumerate(mine)],
             "plot": svg_data_uri(plots[experiment]) if ran and experiment in plots else None,
         })
     return sections
