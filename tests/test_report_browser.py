@@ -111,6 +111,19 @@ def test_every_details_opens_on_click(page):
         summary.click()
 
 
+def test_every_details_is_open_in_print(page):
+    p, _, _, _ = page
+    p.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
+    folded = p.locator("details > :not(summary)")
+    assert folded.count() >= len(SECTIONS)
+    p.emulate_media(media="print")
+    try:
+        hidden = [i for i in range(folded.count()) if not folded.nth(i).is_visible()]
+    finally:
+        p.emulate_media(media="screen")
+    assert hidden == []
+
+
 def test_every_image_is_decoded_and_described(page):
     p, _, _, _ = page
     images = p.evaluate("""async () => Promise.all(Array.from(document.images).map(
