@@ -349,7 +349,7 @@ def check_lines(verdicts: list[Row], frameworks: list[str],
 
 # --- the overview figure ---------------------------------------------------------------
 
-OVERVIEW = {"width": 960, "label": 430, "right": 20, "row": 17, "group": 24, "top": 34,
+OVERVIEW = {"width": 960, "label": 430, "right": 20, "row": 14, "group": 21, "top": 34,
             "bottom": 40}
 MARKS = {"mxnet": ("circle", "#1f5fa8"), "pytorch": ("diamond", "#c0470c")}
 
@@ -435,7 +435,7 @@ def overview_svg(rows: list[Row], frameworks: list[str], titles: dict[str, Row],
             if mark is None:
                 continue
             shape, colour = MARKS.get(mark["framework"], ("circle", "#333"))
-            dy = y + (n - (len(frameworks) - 1) / 2) * 5
+            dy = y + (n - (len(frameworks) - 1) / 2) * 4
             if mark["low"] and mark["high"]:
                 parts.append(f'<line x1="{x(mark["low"]):.1f}" x2="{x(mark["high"]):.1f}" '
                              f'y1="{dy:.1f}" y2="{dy:.1f}" stroke="{colour}" stroke-width="2"/>')
@@ -456,7 +456,7 @@ def overview_svg(rows: list[Row], frameworks: list[str], titles: dict[str, Row],
         axis.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{g["top"] - 6}" '
                     f'y2="{bottom}" class="{"ov-one" if t == 1 else "ov-grid"}"/>')
         axis.append(f'<text x="{x(t):.1f}" y="{bottom + 14}" text-anchor="middle">'
-                    f'{number(t)}×</text>')
+                    f'{t:g}×</text>')
     axis.append(f'<text x="{x(1) - 6:.1f}" y="{g["top"] - 12}" text-anchor="end">'
                 '← faster here than the document</text>')
     axis.append(f'<text x="{x(1) + 6:.1f}" y="{g["top"] - 12}">slower here →</text>')
