@@ -34,6 +34,8 @@ NAMES = {"mxnet": "MXNet", "pytorch": "PyTorch"}
 MARKERS = {"mxnet": "o", "pytorch": "s"}
 NUMERIC = ("median", "q1", "q3", "document_value", "epoch")
 LABELS_CSV = Path("report/labels.csv")
+# Not forward passes: compile times stay in the section's table, off the timing plot.
+OFF_THE_PLOT = {"hybridize": ("jit_script_compile", "torch_compile_cold", "torch_compile_warm")}
 
 
 def save(fig, out: Path) -> None:
@@ -220,8 +222,9 @@ def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Pat
                     "Machine ceilings (GFLOP/s for dot, GB/s for copies)", out, labels,
                     unit="rate")
     else:
-        timing_bars(summary[summary["metric"] == "time"], samples,
-                    titles.get(experiment, experiment), out, labels)
+        timing = summary[(summary["metric"] == "time")
+                         & ~summary["case"].isin(OFF_THE_PLOT.get(experiment, ()))]
+        timing_bars(timing, samples, titles.get(experiment, experiment), out, labels)
 
 
 def with_framework(frame: pd.DataFrame) -> pd.DataFrame:

@@ -182,6 +182,9 @@ def effect_words(form: str, value: float | None, low: float | None, high: float 
         return f"{number(value)}× slower{span}"
     span = f" [{100 * low:.0f}–{100 * high:.0f}%]" if interval else ""
     if form == "share":
+        if value >= 2:  # a front end that waits: queueing takes longer than the wait
+            span = f" [{number(low)}–{number(high)}]" if interval else ""
+            return f"queueing {number(value)}× the wait{span}"
         return f"queued in {100 * value:.0f}% of the wait{span}"
     if form == "overlap":
         return f"together {100 * value:.0f}% of the sum{span}"
@@ -320,7 +323,7 @@ def check_text(name: str, mine: list[Row], runs: list[Row]) -> str:
         moved = max((s["probe_moved"] for s in steady), key=abs)
         steal = max((s.get("steal_share") or 0 for s in steady), default=0)
         flagged = sum(1 for s in steady if s.get("flags"))
-        return (f"probe moved up to {percent(moved)}, {100 * steal:.1f}% stolen, "
+        return (f"CPU probe moved ≤ {percent(moved)}, {100 * steal:.1f}% stolen, "
                 f"{flagged}/{len(steady)} sections flagged")
     return str(v["evidence"])
 

@@ -263,6 +263,7 @@ def test_effect_words():
     assert words("speedup", 1.01, 0.98, 1.03, "no meaningful difference") == (
         "no meaningful difference (×1.0)")
     assert words("share", 0.02, 0.01, 0.11) == "queued in 2% of the wait [1–11%]"
+    assert words("share", 150, 4.4, 290) == "queueing 150× the wait [4.4–290]"
     assert words("overlap", 0.55, 0.5, 0.6) == "together 55% of the sum [50–60%]"
     assert words("more", 1.2, None, None) == "1.2× the memory"
     assert words("speedup", None, None, None) == ""
