@@ -699,11 +699,14 @@ def measured_when(runs: Iterable[Row]) -> str:
     return f"{day} {first[11:16]}–{end} UTC" if first.endswith("+00:00") else f"{first} – {last}"
 
 
-def comparison(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The cross-machine section: a column per machine, the baseline's first."""
+def comparison(args: argparse.Namespace, claims_table: dict[str, Row]) -> dict[str, Any] | None:
+    """The cross-machine section: a column per machine, the baseline's first; a claim's
+    cell holds each framework's verdict on that machine."""
     if not args.comparison:
         return None
     table = pd.read_csv(args.comparison)
+    if "framework" not in table:
+        table = table.assign(framework=DEFAULT_FRAMEWORK)
     table = table[table["epoch"].isna()]  # per-epoch rows stay in each machine's report
     speedups = table.dropna(subset=["speedup"])
     baseline = speedups[speedups["speedup"] == 1.0]["machine"].mode()
@@ -711,14 +714,28 @@ def comparison(args: argparse.Namespace) -> dict[str, Any] | None:
                       key=lambda m: (m != (baseline.iloc[0] if len(baseline) else m), m))
     table = table.astype(object).where(table.notna(), None)
     rows = []
-    for (experiment, case, metric), group in table.groupby(["experiment", "case", "metric"],
-                                                           sort=False):
+    for (framework, _experiment, case, metric), group in table.groupby(
+            ["framework", "experiment", "case", "metric"], sort=False):
         cells = {r["machine"]: r for r in group.to_dict("records")}
         first = group.iloc[0]
-        rows.append({"experiment": experiment, "case": case, "metric": metric,
-                     "unit": first["unit"], "cells": [cells.get(m) for m in machines]})
-    return {"machines": machines, "rows": rows,
-            "verdicts": records(args.comparison_verdicts),
+        label = first.get("label") or case
+        rows.append({"framework": FRAMEWORKS.get(framework, framework), "label": label,
+                     "metric": metric, "unit": first["unit"],
+                     "cells": [cells.get(m) for m in machines]})
+    verdicts: dict[str, Row] = {}
+    checks = {n for _, names in CHECK_GROUPS for n in names}
+    for v in records(args.comparison_verdicts):
+        if v["name"] in checks:
+            continue
+        row = verdicts.setdefault(v["name"], {
+            "short": claims_table.get(v["name"], {}).get("short") or v["claim"],
+            "claim": v["claim"], "cells": [[] for _ in machines]})
+        for k, machine in enumerate(machines):
+            if v.get(machine):
+                row["cells"][k].append({"framework": FRAMEWORKS.get(v.get("framework"),
+                                                                    v.get("framework")),
+                                        "verdict": v[machine]})
+    return {"machines": machines, "rows": rows, "verdicts": list(verdicts.values()),
             "plot": svg_data_uri(args.comparison_plot)}
 
 
@@ -777,7 +794,7 @@ def render(args: argparse.Namespace) -> str:
                "framework": r["framework"], "run": r["run"],
                "job": jobs_key(s["experiment"], r["framework"]), "code": code_text(r["run"])}
               for s in sections for r in s["runs"] if r["run"]],
-        comparison=comparison(args),
+        comparison=comparison(args, claims_table),
         unlabelled=unlabelled,
     )
 

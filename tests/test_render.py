@@ -307,3 +307,36 @@ def test_labels_csv_names_known_sections():
         sections = {r["experiment"] for r in csv.DictReader(handle)}
     labels = Labels.read(REPO / "report/labels.csv")
     assert {r["experiment"] for r in labels.rows} <= sections
+
+
+def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
+    args = tables(tmp_path)
+    columns = ["framework", "experiment", "case", "metric", "epoch", "unit", "devices",
+               "label", "machine", "count", "median", "ci_low", "ci_high", "speedup",
+               "speedup_low", "speedup_high"]
+    rows = [{"framework": f, "experiment": "hybridize", "case": "mlp_after_hybridize",
+             "metric": "time", "unit": "s", "label": "MLP, after hybridize()", "machine": m,
+             "count": 6, "median": median, "ci_low": median, "ci_high": median,
+             "speedup": speedup, "speedup_low": speedup, "speedup_high": speedup}
+            for f in ("mxnet", "pytorch")
+            for m, median, speedup in (("test-box", 0.05, 1.0), ("gpu-box", 0.01, 5.0))]
+    args.comparison = write_csv(tmp_path / "comparison.csv", columns, rows)
+    args.comparison_verdicts = write_csv(
+        tmp_path / "verdicts_by_machine.csv", ["framework", "name", "claim", "test-box",
+                                               "gpu-box"],
+        [{"framework": "mxnet", "name": "hybridize_speeds_up_mlp", "claim": "c",
+          "test-box": "holds", "gpu-box": "inconclusive"},
+         {"framework": "pytorch", "name": "hybridize_speeds_up_mlp", "claim": "c",
+          "test-box": "holds", "gpu-box": "does not hold"},
+         {"framework": "mxnet", "name": "aa_hybridize", "claim": "a check",
+          "test-box": "holds", "gpu-box": "holds"}])
+    args.comparison_plot = args.plots[0]
+    across = section(render_report.render(args), "across-machines")
+    row = next(r for r in across.split("<tr>") if "hybridize() speeds up" in r)
+    cells = [" ".join(text(c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells == ["MXNet holds · PyTorch holds", "MXNet inconclusive · PyTorch does not hold"]
+    assert "a check" not in across  # the checks stay in each machine's own report
+    assert re.search(r"<details><summary>Speed-ups against test-box, as a plot</summary>\s*<img",
+                     across)
+    assert "5.00×" in across
+    assert "MLP, after hybridize() (PyTorch)" in " ".join(text(across).split())
