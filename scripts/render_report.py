@@ -149,12 +149,15 @@ def cell_view(row: Row, cell: Row | None) -> Row:
             "noisy": bool(cell.get("noisy")), "rate": rate, "devices": cell.get("devices")}
 
 
-def outputs_side_by_side(outputs: Iterable[Row], frameworks: list[str]) -> list[Row]:
+def outputs_side_by_side(outputs: Iterable[Row], frameworks: list[str],
+                         labels: Labels) -> list[Row]:
     rows: dict[tuple, Row] = {}
     for o in outputs:
         key = (o["experiment"], o["case"])
+        label = o.get("label") if o.get("label") not in (None, o["case"]) else labels(
+            o["experiment"], o["case"], "output")
         row = rows.setdefault(key, {"experiment": o["experiment"], "case": o["case"],
-                                    "label": o.get("label") or o["case"],
+                                    "label": label or o["case"], "labelled": bool(label),
                                     "document_printed": o.get("document_printed"),
                                     "extra": o.get("document_printed") is None, "cells": {}})
         row["cells"][o.get("framework") or DEFAULT_FRAMEWORK] = o
@@ -773,7 +776,8 @@ def render(args: argparse.Namespace) -> str:
     if unlabelled:
         print("no label in report/labels.csv for: " + ", ".join(unlabelled), file=sys.stderr)
     sections = sections_view(args, runs, frameworks, figures,
-                             outputs_side_by_side(outputs, frameworks), claims, titles)
+                             outputs_side_by_side(outputs, frameworks, labels), claims,
+                             titles)
     stacks = {"MXNet": mxnet_stack(machine, (r for k, r in runs.items() if k[0] == "mxnet")),
               "PyTorch": torch_stack(machine, (r for k, r in runs.items() if k[0] == "pytorch"))}
     return env.get_template(template.name).render(

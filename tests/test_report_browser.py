@@ -140,8 +140,9 @@ def test_every_section_and_document_figure_has_its_place(page):
     p, _, _, _ = page
     for section in SECTIONS:
         assert p.locator(f"section#{section}").count() == 1, section
-    labels = p.eval_on_selector_all("table.figures tbody th", "els => els.map(e => e.textContent)")
-    internal = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+( \(\w+\))?( extra measurement)?$")
+    labels = p.eval_on_selector_all("table.figures tbody th, table.outputs tbody th",
+                                    "els => els.map(e => e.textContent)")
+    internal = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+( \(\w+\))?( extra( measurement)?)?$")
     assert labels and [t for t in labels if internal.match(t.strip())] == []
 
 
