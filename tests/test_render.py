@@ -205,6 +205,10 @@ def test_a_failed_section_shows_its_log_tail(page):
     assert str(escape(LOG_TAIL)) in failed
     assert '<details open class="wide">' in failed
     assert "Run on CPU" in failed and "0.5000 s" in failed  # PyTorch's run is still there
+    runs = section(page, "provenance")
+    assert '<tr data-run="auto_parallelism" data-status="failed">' in runs
+    assert '<tr data-run="auto_parallelism_pytorch" data-status="ok">' in runs
+    assert runs.count('data-status="failed"') == 1
 
 
 def test_a_section_that_ran_nowhere_is_one_line_with_its_command(page):
