@@ -326,8 +326,8 @@ def check_text(name: str, mine: list[Row], runs: list[Row]) -> str:
         moved = max((s["probe_moved"] for s in steady), key=abs)
         steal = max((s.get("steal_share") or 0 for s in steady), default=0)
         flagged = sum(1 for s in steady if s.get("flags"))
-        return (f"CPU probe moved ≤ {percent(moved)}, {100 * steal:.1f}% stolen, "
-                f"{flagged}/{len(steady)} sections flagged")
+        return (f"probe ≤ {percent(moved)}, steal {100 * steal:.1f}%, "
+                f"{flagged} of {len(steady)} flagged")
     return str(v["evidence"])
 
 
