@@ -501,11 +501,13 @@ def run_key(run: Row) -> tuple[str, str]:
 def how_to_run(experiment: str, frameworks: list[str], reason: str) -> Row:
     """The command that runs a section that did not run here, and what it does."""
     rules = " ".join(section_folder(experiment, f) for f in frameworks)
-    if "GPU" in reason:
+    if "GPU" in reason or "compute capability" in reason:
+        elsewhere = ("a GPU this build has code for" if "compute capability" in reason
+                     else "the GPUs")
         return {"command": f"snakemake --cores all --forcerun {rules} "
                            "--config gpu_sections_on_cpu=True",
                 "note": "the same code on CPU contexts; or the workflow as it is on a machine "
-                        "with the GPUs"}
+                        f"with {elsewhere}"}
     return {"command": f"snakemake --cores all --forcerun {rules}", "note": ""}
 
 
