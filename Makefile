@@ -6,6 +6,7 @@ VENV := .venv
 MXVENV := .venv-mxnet
 TVENV := .venv-torch
 SNAKEMAKE := $(VENV)/bin/snakemake
+AXE := tests/.axe
 
 .PHONY: report test setup envs data browser blas slurm lint lock bench clean
 .PHONY: lock-torch
@@ -65,9 +66,17 @@ $(TVENV)/.installed: envs/torch.lock.txt
 data:
 	@scripts/install_data.sh
 
-## browser: headless Chromium (and a CJK font for the documents' headings) for the report's test
-browser:
+## browser: headless Chromium (and a CJK font for the documents' headings) for the report's test,
+# and axe-core (in a pinned wheel, injected from disk: no network at test time) for its
+# accessibility check
+browser: $(AXE)/.installed
 	@scripts/install_packages.sh "the report's browser test" chromium fonts-wqy-zenhei
+
+# In a folder of its own (only its axe.min.js is used), after `setup` made the venv.
+$(AXE)/.installed: envs/browser.lock.txt
+	rm -rf $(AXE)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --target $(AXE) -r $<
+	touch $@
 
 ## blas: Debian's OpenBLAS, for `--config blas=system` (MXNet's bundled BLAS vs a modern one)
 blas:
@@ -106,5 +115,4 @@ bench: envs
 	$(VENV)/bin/python bench/verdict_stability.py --runs 3
 
 clean:
-	rm -rf $(VENV) $(MXVENV) .snakemake
-	rm -rf $(TVENV)
+	rm -rf $(VENV) $(MXVENV) $(TVENV) $(AXE) .snakemake

@@ -1,15 +1,18 @@
 """Plots of one machine's results (SVG), drawn from summary.csv and the raw samples.
 
-Timing plots show this machine's median with its interquartile range, every raw
-sample as a dot, and the document's figure beside it; training plots show test
-accuracy and epoch time per epoch, one line per device count, the document's
-dashed. A section that did not run gets a plot that says so.
+Timing plots show, per case, the document's figure and each framework's median here
+(interquartile range as whiskers, every raw sample as a dot); training plots show test
+accuracy and epoch time per epoch, a line per device count and framework, the
+document's dashed. Cases are named by their human labels (the documents' from
+summary.csv, the others' from report/labels.csv). A section that did not run gets a
+plot that says so (the report shows a line instead).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -18,13 +21,21 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-plt.rcParams.update({"svg.fonttype": "none", "font.size": 10, "figure.dpi": 96})
+from d2lperf.labels import Labels  # noqa: E402
+
+plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
 # An SVG's date and id seeds change every render; pin them so unchanged data
 # gives byte-identical plots (and archives that do not churn).
 plt.rcParams["svg.hashsalt"] = "d2l-perf"
 METADATA = {"Date": None}
-MEASURED, DOCUMENT = "#1f77b4", "#999999"
+DOCUMENT = "#9a9a9a"
+COLOURS = {"mxnet": "#1f5fa8", "pytorch": "#c0470c"}  # as the report's overview
+NAMES = {"mxnet": "MXNet", "pytorch": "PyTorch"}
+MARKERS = {"mxnet": "o", "pytorch": "s"}
 NUMERIC = ("median", "q1", "q3", "document_value", "epoch")
+LABELS_CSV = Path("report/labels.csv")
+# Not forward passes: compile times stay in the section's table, off the timing plot.
+OFF_THE_PLOT = {"hybridize": ("jit_script_compile", "torch_compile_cold", "torch_compile_warm")}
 
 
 def save(fig, out: Path) -> None:
@@ -34,68 +45,107 @@ def save(fig, out: Path) -> None:
 
 
 def nothing_to_show(out: Path, title: str, why: str) -> None:
-    fig, ax = plt.subplots(figsize=(6.4, 1.2))
+    fig, ax = plt.subplots(figsize=(6.4, 1.0))
     ax.axis("off")
     ax.text(0.5, 0.5, f"{title}\n{why}", ha="center", va="center", wrap=True)
     save(fig, out)
 
 
+def frameworks_of(frame: pd.DataFrame) -> list[str]:
+    found = set(frame["framework"].dropna()) if "framework" in frame else set()
+    return [f for f in NAMES if f in found] + sorted(found - set(NAMES)) or ["mxnet"]
+
+
+def label_of(row: pd.Series, labels: Labels, width: int = 32) -> str:
+    """A case's human label, wrapped for a tick."""
+    text = row.get("label")
+    if not isinstance(text, str) or not text:
+        epoch = row.get("epoch")
+        text = labels(row["experiment"], row["case"], row["metric"],
+                      None if pd.isna(epoch) else epoch) or row["case"]
+    return "\n".join(textwrap.wrap(text, width)) or row["case"]
+
+
 def timing_bars(summary: pd.DataFrame, samples: pd.DataFrame, title: str, out: Path,
-                unit: str = "seconds") -> None:
-    """Per case: this machine's median (IQR whiskers, raw samples as dots) and the
-    document's figure (its first printed one where two documents printed it)."""
-    rows = summary.dropna(subset=["median"]).drop_duplicates(
-        subset=["case", "metric"]).reset_index(drop=True)
-    if rows.empty:
+                labels: Labels, unit: str = "seconds") -> None:
+    """Per case: the document's figure (its first printed one where two documents
+    printed it) and each framework's median with IQR whiskers and raw samples."""
+    frameworks = frameworks_of(summary)
+    cases = summary.dropna(subset=["median"]).drop_duplicates(subset=["case", "metric"])
+    documented = summary.dropna(subset=["document_value"]).drop_duplicates(subset=["case"])
+    order = list(dict.fromkeys([*documented["case"], *cases["case"]]))
+    if cases.empty:
         nothing_to_show(out, title, "no measurements")
         return
-    documents = summary.dropna(subset=["document_value"]).drop_duplicates(subset=["case"])
-    document = dict(zip(documents["case"], documents["document_value"]))
-    fig, ax = plt.subplots(figsize=(6.8, 1.0 + 0.62 * len(rows)))
-    for i, row in rows.iterrows():
-        y = len(rows) - 1 - i
-        ax.barh(y + 0.18, row["median"], height=0.34, color=MEASURED,
-                xerr=[[row["median"] - row["q1"]], [row["q3"] - row["median"]]], capsize=3,
-                label="this machine (median, IQR)" if i == 0 else None)
-        values = samples[(samples["case"] == row["case"]) & (samples["metric"] == row["metric"])]
-        ax.plot(values["value"], [y + 0.18] * len(values), "o", ms=3, color="black", alpha=0.6,
-                label="raw samples" if i == 0 else None)
-        if row["case"] in document:
-            ax.barh(y - 0.18, document[row["case"]], height=0.34, color=DOCUMENT,
-                    label="document" if "document" not in ax.get_legend_handles_labels()[1]
-                    else None)
-    values = list(rows["median"]) + list(document.values())
-    if min(values) > 0 and max(values) / min(values) > 100:
+    document = dict(zip(documented["case"], documented["document_value"]))
+    first = {c: summary[summary["case"] == c].iloc[0] for c in order}
+    bars = len(frameworks) + 1
+    height = 0.8 / bars
+    fig, ax = plt.subplots(figsize=(6.4, 0.7 + 0.2 * bars * len(order)))
+    seen: set[str] = set()
+
+    def legend(name: str) -> str | None:
+        if name in seen:
+            return None
+        seen.add(name)
+        return name
+
+    for i, case in enumerate(order):
+        y = len(order) - 1 - i
+        slots = [y + 0.4 - height * (k + 0.5) for k in range(bars)]
+        if case in document:
+            ax.barh(slots[0], document[case], height=height, color=DOCUMENT,
+                    label=legend("document (2019)"))
+        for k, framework in enumerate(frameworks, start=1):
+            mine = summary[(summary["case"] == case) & (summary["framework"] == framework)
+                           ].dropna(subset=["median"])
+            if mine.empty:
+                continue
+            row = mine.iloc[0]
+            ax.barh(slots[k], row["median"], height=height, color=COLOURS.get(framework),
+                    xerr=[[row["median"] - row["q1"]], [row["q3"] - row["median"]]],
+                    capsize=2, label=legend(f"{NAMES.get(framework, framework)} here"))
+            values = samples[(samples["case"] == case) & (samples["metric"] == row["metric"])
+                             & (samples["framework"] == framework)]["value"]
+            ax.plot(values, [slots[k]] * len(values), "|", ms=5, color="black", alpha=0.7,
+                    label=legend("raw samples"))
+    values = [v for v in [*summary["median"].dropna(), *document.values()] if v > 0]
+    if values and max(values) / min(values) > 100:
         ax.set_xscale("log")  # queueing (ms) beside waiting (s): both must be readable
-    ax.set_yticks(range(len(rows)), [str(c) for c in rows["case"][::-1]])
+    ax.set_yticks(range(len(order)), [label_of(first[c], labels) for c in order][::-1],
+                  fontsize=8)
     ax.set_xlabel(unit)
-    ax.set_title(title)
-    ax.legend(loc="best", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="best", fontsize=7)
     save(fig, out)
 
 
 def training_curves(summary: pd.DataFrame, title: str, out: Path) -> None:
-    """Test accuracy and epoch time per epoch, per case; the documents' dashed."""
+    """Test accuracy and epoch time per epoch, per case and framework; the documents'
+    dashed."""
     per_epoch = summary.dropna(subset=["epoch"])
     if per_epoch.dropna(subset=["median"]).empty:
         nothing_to_show(out, title, "no epochs measured")
         return
-    fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 2.8))
     for ax, metric, label in ((axes[0], "accuracy", "test accuracy"),
                               (axes[1], "time", "epoch time (s)")):
         rows = per_epoch[per_epoch["metric"] == metric].sort_values("epoch")
         for n, (case, group) in enumerate(rows.groupby("case", sort=False)):
             colour = f"C{n}"
-            mine = group.dropna(subset=["median"]).drop_duplicates(subset=["epoch"])
-            ax.plot(mine["epoch"], mine["median"], "o-", color=colour, label=f"{case}")
+            devices = " ".join(str(case).split("_")[-2:])
+            for framework, mine in group.dropna(subset=["median"]).groupby("framework"):
+                mine = mine.drop_duplicates(subset=["epoch"])
+                ax.plot(mine["epoch"], mine["median"], marker=MARKERS.get(framework, "o"),
+                        color=colour, label=f"{devices}, {NAMES.get(framework, framework)}")
             theirs = group.dropna(subset=["document_value"]).drop_duplicates(subset=["epoch"])
             if not theirs.empty:
                 ax.plot(theirs["epoch"], theirs["document_value"], "--", color=colour,
-                        alpha=0.6, label=f"{case} (document)")
+                        alpha=0.6, label=f"{devices}, document")
         ax.set_xlabel("epoch")
         ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
-    fig.suptitle(title)
+    fig.suptitle(title, fontsize=10)
     save(fig, out)
 
 
@@ -103,45 +153,58 @@ def batch_number(cases: pd.Series) -> pd.Series:
     return cases.str.rsplit("_", n=1).str[-1].astype(int)
 
 
-def async_memory(summary: pd.DataFrame, samples: pd.DataFrame, out: Path) -> None:
-    """Elapsed time at each reported batch, and the memory increases, per mode."""
+def async_memory(summary: pd.DataFrame, out: Path) -> None:
+    """Elapsed time at each reported batch, per mode and framework; the memory
+    increases, per case and framework, beside the document's."""
     title = "Memory impact of asynchronous computation"
     if summary.dropna(subset=["median"]).empty:
         nothing_to_show(out, title, "no measurements")
         return
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.4))
+    frameworks = frameworks_of(summary)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 2.8))
     times = summary[summary["metric"] == "time"]
     for n, mode in enumerate(("sync", "async")):
-        rows = times[times["case"].str.startswith(f"{mode}_batch_")]
-        mine = rows.dropna(subset=["median"]).drop_duplicates(subset=["case"])
-        left.plot(batch_number(mine["case"]), mine["median"], "o-", color=f"C{n}",
-                  label=f"{mode} (this machine)")
+        rows = times[times["case"].str.match(rf"{mode}_batch_\d+$")]
+        for framework, mine in rows.dropna(subset=["median"]).groupby("framework"):
+            mine = mine.drop_duplicates(subset=["case"])
+            left.plot(batch_number(mine["case"]), mine["median"],
+                      marker=MARKERS.get(framework, "o"), color=f"C{n}",
+                      label=f"{mode}, {NAMES.get(framework, framework)}")
         theirs = rows.dropna(subset=["document_value"])
         if not theirs.empty:
             left.plot(batch_number(theirs["case"]), theirs["document_value"], "--",
-                      color=f"C{n}", alpha=0.6, label=f"{mode} (document)")
+                      color=f"C{n}", alpha=0.6, label=f"{mode}, document")
     left.set_xlabel("batch")
-    left.set_ylabel("elapsed seconds (async: queued)")
+    left.set_ylabel("elapsed s (async: queued)")
     left.legend(fontsize=7)
 
     memory = summary[summary["metric"] == "memory"]
-    rows = memory.dropna(subset=["median"]).drop_duplicates(subset=["case"]).reset_index()
-    right.bar(range(len(rows)), rows["median"], color=MEASURED, capsize=3,
-              yerr=[rows["median"] - rows["q1"], rows["q3"] - rows["median"]],
-              label="this machine (median, IQR)")
-    document = dict(zip(memory["case"], memory["document_value"]))
-    marked = [(i, document[c]) for i, c in enumerate(rows["case"]) if pd.notna(document.get(c))]
-    if marked:
-        right.plot(*zip(*marked), "D", color=DOCUMENT, label="document")
-    right.set_xticks(range(len(rows)),
-                     [c.replace("_memory_increase", "") for c in rows["case"]], fontsize=8)
-    right.set_ylabel("RSS increase (MB)")
+    cases = list(dict.fromkeys(memory["case"]))
+    width = 0.8 / (len(frameworks) + 1)
+    document = memory.dropna(subset=["document_value"]).drop_duplicates(subset=["case"])
+    document = dict(zip(document["case"], document["document_value"]))
+    right.bar([i - 0.4 + width / 2 for i, c in enumerate(cases) if c in document],
+              [document[c] for c in cases if c in document], width=width, color=DOCUMENT,
+              label="document")
+    for k, framework in enumerate(frameworks, start=1):
+        mine = memory[memory["framework"] == framework].dropna(subset=["median"])
+        mine = mine.drop_duplicates(subset=["case"]).set_index("case")
+        at = [i for i, c in enumerate(cases) if c in mine.index]
+        rows = mine.loc[[cases[i] for i in at]]
+        right.bar([i - 0.4 + width * (k + 0.5) for i in at], rows["median"], width=width,
+                  color=COLOURS.get(framework), capsize=2,
+                  yerr=[rows["median"] - rows["q1"], rows["q3"] - rows["median"]],
+                  label=f"{NAMES.get(framework, framework)} here")
+    right.set_xticks(range(len(cases)), [c.replace("_memory_increase", "").replace("_", " ")
+                                         for c in cases], fontsize=7)
+    right.set_ylabel("memory increase (MB)")
     right.legend(fontsize=7)
-    fig.suptitle(title)
+    fig.suptitle(title, fontsize=10)
     save(fig, out)
 
 
-def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path) -> None:
+def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path,
+         labels: Labels) -> None:
     titles = {
         "hybridize": "MLP forward passes before and after hybridize()",
         "async_computation": "Asynchronous computation",
@@ -149,34 +212,48 @@ def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Pat
         "small_ops_parallel": "Two small random draws, separately and together",
     }
     if experiment == "async_memory":
-        async_memory(summary, samples, out)
+        async_memory(summary, out)
     elif experiment.startswith("multi_gpu"):
         training_curves(summary, {"multi_gpu_scratch": "LeNet from scratch, 1 vs 2 devices",
-                                  "multi_gpu_gluon": "ResNet-18 with Gluon, 1 vs 2 devices"}
+                                  "multi_gpu_gluon": "ResNet-18, 1 vs 2 devices"}
                         [experiment], out)
     elif experiment == "ceilings":
         timing_bars(summary[summary["metric"] == "rate"], samples[samples["metric"] == "rate"],
-                    "Machine ceilings (GFLOP/s for dot, GB/s for copies)", out, unit="rate")
+                    "Machine ceilings (GFLOP/s for dot, GB/s for copies)", out, labels,
+                    unit="rate")
     else:
-        timing_bars(summary[summary["metric"] == "time"], samples, titles.get(experiment,
-                                                                               experiment), out)
+        timing = summary[(summary["metric"] == "time")
+                         & ~summary["case"].isin(OFF_THE_PLOT.get(experiment, ()))]
+        timing_bars(timing, samples, titles.get(experiment, experiment), out, labels)
+
+
+def with_framework(frame: pd.DataFrame) -> pd.DataFrame:
+    """Tables written before there were two frameworks are MXNet's."""
+    if "framework" not in frame:
+        return frame.assign(framework="mxnet")
+    return frame.assign(framework=frame["framework"].replace("", "mxnet").fillna("mxnet"))
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summary", required=True, type=Path)
     p.add_argument("--samples", required=True, type=Path, nargs="+")
+    p.add_argument("--labels", type=Path, default=LABELS_CSV,
+                   help=f"labels of the cases the documents did not print (default: "
+                        f"{LABELS_CSV})")
     p.add_argument("--out", required=True, type=Path, nargs="+",
                    help="<experiment>.svg for each plot to draw")
     args = p.parse_args()
-    summary = pd.read_csv(args.summary, keep_default_na=False,
-                          na_values={c: [""] for c in NUMERIC})
-    samples = pd.concat([pd.read_csv(s, keep_default_na=False) for s in args.samples])
+    summary = with_framework(pd.read_csv(args.summary, keep_default_na=False,
+                                         na_values={c: [""] for c in NUMERIC}))
+    samples = with_framework(pd.concat([pd.read_csv(s, keep_default_na=False)
+                                        for s in args.samples]))
+    labels = Labels.read(args.labels)
     for out in args.out:
         experiment = out.stem
         out.parent.mkdir(parents=True, exist_ok=True)
         plot(experiment, summary[summary["experiment"] == experiment],
-             samples[samples["experiment"] == experiment], out)
+             samples[samples["experiment"] == experiment], out, labels)
     return 0
 
 

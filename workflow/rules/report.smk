@@ -41,6 +41,7 @@ rule summarise:
 rule plots:
     input:
         script="scripts/plots.py",
+        labels="report/labels.csv",
         summary=f"{RESULTS}/summary.csv",
         samples=SAMPLE_TABLES,
     output:
@@ -59,7 +60,8 @@ rule plots:
         py=WORKFLOW_PY,
     shell:
         "{params.py:q} {input.script:q} --summary {input.summary:q}"
-        " --samples {input.samples:q} --out {output:q} > {log:q} 2>&1"
+        " --samples {input.samples:q} --labels {input.labels:q} --out {output:q}"
+        " > {log:q} 2>&1"
 
 
 rule compare:
@@ -93,6 +95,8 @@ rule report:
         script="scripts/render_report.py",
         template="report/templates/report.html.j2",
         sections="report/sections.csv",
+        labels="report/labels.csv",
+        claims="report/claims.csv",
         machine=f"{RESULTS}/machine.json",
         summary=f"{RESULTS}/summary.csv",
         outputs=f"{RESULTS}/outputs.csv",
@@ -121,5 +125,6 @@ rule report:
         " --summary {input.summary:q} --outputs {input.outputs:q}"
         " --verdicts {input.verdicts:q} --runs {input.runs:q} --plots {input.plots:q}"
         " --benchmarks {input.benchmarks:q} --sections {input.sections:q}"
+        " --labels {input.labels:q} --claims {input.claims:q}"
         " --template {input.template:q} --preset {params.preset:q}"
         " {params.comparison:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,47 @@
+"""Human labels of the cases the documents did not print (report/labels.csv).
+
+The documents' own figures carry their labels in report/reference.csv; a case measured
+here beyond them (an A/A twin, a training loss, a PyTorch-only variant) is labelled by
+the first row of labels.csv that names it: an exact case before a pattern (``lenet_*``).
+In a label, ``{suffix}`` is the case's last ``_`` part, ``{epoch}`` its epoch and
+``{case}`` the case itself; a label with ``{epoch}`` fits per-epoch rows only.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("experiment", "case", "metric", "label")
+
+
+class Labels:
+    def __init__(self, rows: list[dict[str, str]]) -> None:
+        for number, row in enumerate(rows, start=2):
+            missing = [c for c in COLUMNS if not row.get(c)]
+            if missing:
+                raise ValueError(f"labels row {number}: empty {', '.join(missing)}; "
+                                 f"every row needs {', '.join(COLUMNS)}")
+        # exact names before patterns, each in file order
+        self.rows = sorted(rows, key=lambda r: "*" in r["case"])
+
+    @classmethod
+    def read(cls, path: str | Path) -> Labels:
+        with open(path, newline="", encoding="utf-8") as handle:
+            return cls(list(csv.DictReader(handle)))
+
+    def __call__(self, experiment: str, case: str, metric: str,
+                 epoch: Any = None) -> str | None:
+        """The label of one case, or None when labels.csv has none for it."""
+        for row in self.rows:
+            if (row["experiment"] != experiment or row["metric"] != metric
+                    or not fnmatch.fnmatchcase(case, row["case"])):
+                continue
+            per_epoch = "{epoch}" in row["label"]
+            if per_epoch != (epoch is not None):
+                continue
+            return row["label"].format(suffix=case.rsplit("_", 1)[-1], case=case,
+                                       epoch="" if epoch is None else int(epoch))
+        return None
