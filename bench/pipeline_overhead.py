@@ -139,14 +139,16 @@ def bench_preset(preset: str, runs: int) -> None:
                   f"measured ceiling ({dot['ceiling_case']}: {dot['ceiling']:.0f} GFLOP/s)")
 
 
-def whole_run(work: Path, preset: str) -> float:
+def whole_run(work: Path, preset: str, *config: str) -> float:
     seconds, _ = timed_snakemake(work, "--cores", "4", "--config", f"preset={preset}",
-                                 f"machine={MACHINE}", f"experiment_python={EXPERIMENT_PYTHON}")
+                                 f"machine={MACHINE}", f"experiment_python={EXPERIMENT_PYTHON}",
+                                 *config)
     return seconds
 
 
 def bench_against(revision: str, preset: str) -> None:
-    """The whole run of an earlier commit, then of this tree, one after the other."""
+    """The whole run of an earlier commit, then of this tree with MXNet only, then with
+    both frameworks, one after the other."""
     print(f"\n== preset {preset}: commit {revision} against this tree, one after the other")
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / "old"
@@ -155,9 +157,11 @@ def bench_against(revision: str, preset: str) -> None:
                                  check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
         before = whole_run(old, preset)
-        after = whole_run(copy_workflow(Path(tmp) / "new"), preset)
-    print(f"end to end: {revision} {before:.0f} s, this tree {after:.0f} s "
-          f"({after / before - 1:+.0%})")
+        mxnet = whole_run(copy_workflow(Path(tmp) / "mxnet"), preset, "frameworks=[mxnet]")
+        both = whole_run(copy_workflow(Path(tmp) / "both"), preset)
+    print(f"end to end: {revision} (MXNet, blocked measurement) {before:.0f} s; this tree, "
+          f"MXNet only {mxnet:.0f} s ({mxnet / before - 1:+.0%}); MXNet and PyTorch "
+          f"{both:.0f} s ({both / before:.2f}x)")
 
 
 def main() -> int:

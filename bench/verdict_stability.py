@@ -32,16 +32,18 @@ from d2lperf import claims, experiment  # noqa: E402
 from d2lperf.presets import cli_args, for_framework  # noqa: E402
 from d2lperf.tables import load_reference, load_samples, summarise_samples  # noqa: E402
 
-EXPERIMENT_PYTHON = Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python"))
+PYTHONS = {"mxnet": Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python")),
+           "pytorch": Path(os.environ.get("TORCH_PYTHON", REPO / ".venv-torch/bin/python"))}
 SECTIONS = ["hybridize", "async_computation", "small_ops_parallel"]
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 
 
-def run_section(section: str, options: dict, out: Path) -> tuple[dict, pd.DataFrame, float]:
-    script = REPO / "scripts/sections/mxnet" / f"{section}.py"
+def run_section(section: str, framework: str, python: Path, options: dict,
+                out: Path) -> tuple[dict, pd.DataFrame, float]:
+    script = REPO / "scripts/sections" / framework / f"{section}.py"
     out.mkdir(parents=True)
     extra = {"export_dir": out / "model"} if section == "hybridize" else {}
-    command = [str(EXPERIMENT_PYTHON), str(script), *cli_args({**options, **extra}),
+    command = [str(python), str(script), *cli_args({**options, **extra}),
                "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json")]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
@@ -57,6 +59,7 @@ def main() -> int:
     p.add_argument("--runs", type=experiment.positive_int, default=3,
                    help="K: runs of every section (default: 3)")
     p.add_argument("--sections", nargs="+", default=SECTIONS, choices=SECTIONS)
+    p.add_argument("--frameworks", nargs="+", default=list(PYTHONS), choices=list(PYTHONS))
     p.add_argument("--preset", default="documents",
                    help="preset of config/config.yaml (default: documents; ci for a smoke test)")
     p.add_argument("--band", type=experiment.positive_fraction, default=None,
@@ -72,20 +75,25 @@ def main() -> int:
     verdicts, medians, walls = [], [], []
     with tempfile.TemporaryDirectory(prefix="verdict-stability-") as tmp:
         for k in range(args.runs):
-            runs, frames, wall = {}, [], 0.0
-            for section in args.sections:
-                options = {"threads": threads,
-                           **for_framework(config["presets"][args.preset][section], "mxnet")}
-                run, samples, seconds = run_section(section, options, Path(tmp) / f"{k}" / section)
-                runs[section], wall = run, wall + seconds
-                frames.append(samples)
-                print(f"run {k + 1}/{args.runs}: {section} {seconds:.1f} s", flush=True)
+            runs, frames, wall = {f: {} for f in args.frameworks}, [], 0.0
+            for framework in args.frameworks:
+                for section in args.sections:
+                    options = {"threads": threads, **for_framework(
+                        config["presets"][args.preset][section], framework)}
+                    run, samples, seconds = run_section(
+                        section, framework, PYTHONS[framework], options,
+                        Path(tmp) / f"{k}" / framework / section)
+                    runs[framework][section], wall = run, wall + seconds
+                    frames.append(samples)
+                    print(f"run {k + 1}/{args.runs}: {framework} {section} {seconds:.1f} s",
+                          flush=True)
             samples = pd.concat(frames, ignore_index=True)
             summary = summarise_samples(samples)
-            judged = claims.judge(summary, runs, reference, samples, band=width)
-            verdicts.append({v.name: v for v in judged
+            judged = [v for framework in args.frameworks for v in claims.judge(
+                summary, runs[framework], reference, samples, band=width, framework=framework)]
+            verdicts.append({f"{v.framework}/{v.name}": v for v in judged
                              if v.section in (*args.sections, "all") and v.verdict != claims.NA})
-            medians.append(summary.set_index(["experiment", "case"])["median"])
+            medians.append(summary.set_index(["framework", "experiment", "case"])["median"])
             walls.append(wall)
 
     print(f"\n== verdicts over {args.runs} runs of preset {args.preset} (band ±{width:g}, "
@@ -96,22 +104,24 @@ def main() -> int:
         said = {v.verdict for v in seen}
         contradicts = {claims.HOLDS, claims.FAILS} <= said
         contradictions += contradicts
-        print(f"{name:30} {' | '.join(v.verdict for v in seen)}"
+        print(f"{name:38} {' | '.join(v.verdict for v in seen)}"
               + ("   <- CONTRADICTION" if contradicts else ""))
         for index, v in enumerate(seen):
-            print(f"{'':32}run {index + 1}: {v.evidence}")
+            print(f"{'':40}run {index + 1}: {v.evidence}")
     print(f"contradictions: {contradictions}")
 
     print("\n== A/A pairs (identical work under two labels)")
-    for name, *_ in claims.AA_PAIRS:
-        ratios = [f"{v[name].ratio:.3f} [{v[name].ratio_low:.3f}-{v[name].ratio_high:.3f}] "
-                  f"{v[name].verdict}" for v in verdicts if name in v]
-        print(f"{name:30} " + " | ".join(ratios))
+    for framework in args.frameworks:
+        for pair, *_ in claims.AA_PAIRS:
+            name = f"{framework}/{pair}"
+            ratios = [f"{v[name].ratio:.3f} [{v[name].ratio_low:.3f}-{v[name].ratio_high:.3f}] "
+                      f"{v[name].verdict}" for v in verdicts if name in v]
+            print(f"{name:38} " + " | ".join(ratios))
 
     print("\n== drift of each median between runs (largest / smallest - 1)")
     table = pd.concat(medians, axis=1)
-    for (section, case), row in table.iterrows():
-        print(f"{section:20} {case:28} " + " ".join(f"{v:.4f}" for v in row)
+    for (framework, section, case), row in table.iterrows():
+        print(f"{framework:8} {section:20} {case:28} " + " ".join(f"{v:.4f}" for v in row)
               + f"  drift {row.max() / row.min() - 1:+.1%}")
     print("\nwall time per run (the sections' processes): "
           + ", ".join(f"{w:.0f} s" for w in walls))

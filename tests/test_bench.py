@@ -8,19 +8,20 @@ from conftest import REPO, WORKFLOW_PYTHON
 
 def test_verdict_stability_prints_verdicts_contradictions_and_aa_ratios():
     done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/verdict_stability.py"),
-                           "--runs", "2", "--preset", "ci", "--sections", "hybridize",
-                           "small_ops_parallel"], capture_output=True, text=True,
+                           "--runs", "2", "--preset", "ci", "--sections", "small_ops_parallel",
+                           "--frameworks", "mxnet", "pytorch"], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "== verdicts over 2 runs of preset ci" in out
-    assert "hybridize_speeds_up_mlp" in out and "small_ops_no_overlap" in out
+    assert "mxnet/small_ops_no_overlap" in out and "pytorch/small_ops_no_overlap" in out
     assert "sync_call_slows_loop" not in out  # a section not asked for
     assert "contradictions: " in out
-    for pair in ("aa_hybridize", "aa_small_ops"):
-        line = next(line for line in out.splitlines() if line.startswith(pair))
+    for framework in ("mxnet", "pytorch"):
+        line = next(line for line in out.splitlines()
+                    if line.startswith(f"{framework}/aa_small_ops "))
         assert line.count("|") == 1  # one ratio per run
-    assert "drift" in out and "mlp_before_hybridize_twin" in out
+    assert "drift" in out and "generate_x_and_y" in out
 
 
 def test_verdict_stability_refuses_bad_counts_and_bands():
