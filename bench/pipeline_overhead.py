@@ -36,6 +36,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import EXPERIMENT_PYTHON, copy_workflow, snakemake  # noqa: E402
+
+TORCH_PYTHON = REPO / ".venv-torch/bin/python"
 from d2lperf.stats import Stats  # noqa: E402
 from d2lperf.timing import measure  # noqa: E402
 
@@ -83,7 +85,7 @@ def verdict(value: float, target: float, lower_is_better: bool = True) -> str:
 
 def bench_preset(preset: str, runs: int) -> None:
     config = ["--config", f"preset={preset}", f"machine={MACHINE}",
-              f"experiment_python={EXPERIMENT_PYTHON}"]
+              f"experiment_python={EXPERIMENT_PYTHON}", f"torch_python={TORCH_PYTHON}"]
     print(f"\n== preset {preset}")
     with tempfile.TemporaryDirectory() as tmp:
         work = copy_workflow(Path(tmp) / "wf")
@@ -128,8 +130,8 @@ def bench_preset(preset: str, runs: int) -> None:
         timed_snakemake(work, "--cores", "4", *config, "--forcerun", "hybridize")
         after = pd.read_csv(results / "summary.csv")
         for case in ("mlp_before_hybridize", "mlp_after_hybridize"):
-            a = before[(before["case"] == case)]["median"].iloc[0]
-            b = after[(after["case"] == case)]["median"].iloc[0]
+            a, b = (table[(table["case"] == case) & (table["framework"] == "mxnet")]["median"]
+                    .iloc[0] for table in (before, after))
             print(f"repeatability, {case}: {a:.4f} s then {b:.4f} s, drift {(b - a) / a:+.1%}")
         dot = after[(after["case"] == "dot_wait_to_read")].iloc[0]
         size = json.loads((results / "async_computation/run.json").read_text())["parameters"]
@@ -139,10 +141,11 @@ def bench_preset(preset: str, runs: int) -> None:
                   f"measured ceiling ({dot['ceiling_case']}: {dot['ceiling']:.0f} GFLOP/s)")
 
 
-def whole_run(work: Path, preset: str, *config: str) -> float:
+def whole_run(work: Path, preset: str, label: str, *config: str) -> float:
     seconds, _ = timed_snakemake(work, "--cores", "4", "--config", f"preset={preset}",
                                  f"machine={MACHINE}", f"experiment_python={EXPERIMENT_PYTHON}",
                                  *config)
+    print(f"  {label}: {seconds:.0f} s end to end", flush=True)
     return seconds
 
 
@@ -156,9 +159,11 @@ def bench_against(revision: str, preset: str) -> None:
         archive = subprocess.run(["git", "archive", revision], cwd=REPO, capture_output=True,
                                  check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-        before = whole_run(old, preset)
-        mxnet = whole_run(copy_workflow(Path(tmp) / "mxnet"), preset, "frameworks=[mxnet]")
-        both = whole_run(copy_workflow(Path(tmp) / "both"), preset)
+        before = whole_run(old, preset, f"{revision} (MXNet, blocked measurement)")
+        mxnet = whole_run(copy_workflow(Path(tmp) / "mxnet"), preset, "this tree, MXNet only",
+                          "frameworks=[mxnet]")
+        both = whole_run(copy_workflow(Path(tmp) / "both"), preset,
+                         "this tree, MXNet and PyTorch", f"torch_python={TORCH_PYTHON}")
     print(f"end to end: {revision} (MXNet, blocked measurement) {before:.0f} s; this tree, "
           f"MXNet only {mxnet:.0f} s ({mxnet / before - 1:+.0%}); MXNet and PyTorch "
           f"{both:.0f} s ({both / before:.2f}x)")

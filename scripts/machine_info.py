@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from d2lperf import machine, mxnet_gpu, provenance
-from d2lperf.experiment import mxnet_build
+from d2lperf.mxnet import build_info as mxnet_build
 from d2lperf.results import write_json
 
 

@@ -91,69 +91,8 @@ def read_idx(path: Path) -> tuple[tuple[int, ...], bytes]:
     return shape, data[4 + 4 * dims:]
 
 
-def fashion_mnist(folder: Path, train: bool, limit: int | None = None):
-    """The split as a gluon ArrayDataset of (28, 28, 1) uint8 images and int32 labels,
-    the first ``limit`` examples only when a preset asks for a subset."""
-    import numpy as np
-    from mxnet import nd
-    from mxnet.gluon import data as gdata
-
-    prefix = "train" if train else "t10k"
-    shape, pixels = read_idx(folder / f"{prefix}-images-idx3-ubyte.gz")
-    _, labels = read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz")
-    images = np.frombuffer(pixels, dtype=np.uint8).reshape(shape[0], shape[1], shape[2], 1)
-    targets = np.frombuffer(labels, dtype=np.uint8).astype(np.int32)
-    if limit is not None:
-        images, targets = images[:limit], targets[:limit]
-    return gdata.ArrayDataset(nd.array(images, dtype=np.uint8), targets)
-
-
-def downloaded_fashion_mnist(train: bool):
-    """MXNet's own download (only when the config allows it)."""
-    from mxnet.gluon import data as gdata
-
-    return gdata.vision.FashionMNIST(root=str(MXNET_CACHE), train=train)
-
-
 def default_workers() -> int:
     """The documents: 4 worker processes, none on Windows."""
     return 0 if sys.platform.startswith("win") else 4
 
 
-def load_data_fashion_mnist(
-    batch_size: int,
-    *,
-    data_dir: str | None = None,
-    download: bool = False,
-    num_workers: int | None = None,
-    resize: int | None = None,
-    train_limit: int | None = None,
-    test_limit: int | None = None,
-):
-    """(train_iter, test_iter) as the documents build them: ToTensor (after an optional
-    Resize), shuffled, with worker processes for loading."""
-    from mxnet.gluon import data as gdata
-
-    try:
-        folder = find_fashion_mnist(data_dir)
-        mnist_train = fashion_mnist(folder, train=True, limit=train_limit)
-        mnist_test = fashion_mnist(folder, train=False, limit=test_limit)
-    except DataMissing:
-        if not download:
-            raise
-        mnist_train, mnist_test = downloaded_fashion_mnist(True), downloaded_fashion_mnist(False)
-        if train_limit is not None or test_limit is not None:
-            mnist_train = gdata.ArrayDataset(*mnist_train[:train_limit])
-            mnist_test = gdata.ArrayDataset(*mnist_test[:test_limit])
-
-    transformer = []
-    if resize:
-        transformer.append(gdata.vision.transforms.Resize(resize))
-    transformer.append(gdata.vision.transforms.ToTensor())
-    transformer = gdata.vision.transforms.Compose(transformer)
-    workers = default_workers() if num_workers is None else num_workers
-    train_iter = gdata.DataLoader(mnist_train.transform_first(transformer), batch_size,
-                                  shuffle=True, num_workers=workers)
-    test_iter = gdata.DataLoader(mnist_test.transform_first(transformer), batch_size,
-                                 shuffle=True, num_workers=workers)
-    return train_iter, test_iter

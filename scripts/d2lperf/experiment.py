@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import csv
 import ctypes
-import os
 import subprocess
 import sys
 import tempfile
@@ -142,33 +141,6 @@ def loaded_blas() -> list[dict[str, Any]]:
     return [_openblas_info(p) if "openblas" in p.lower() else {"path": p} for p in sorted(paths)]
 
 
-def mxnet_blas(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The BLAS MXNet's dot runs on: the one in MXNet's package unless another was preloaded."""
-    import mxnet as mx
-
-    package = str(Path(mx.__file__).parent)
-    preloaded = {os.path.realpath(p) for p in os.environ.get("LD_PRELOAD", "").replace(
-        ":", " ").split()}
-    for lib in libraries:
-        if os.path.realpath(lib["path"]) in preloaded:
-            return lib
-    return next((lib for lib in libraries if lib["path"].startswith(package)),
-                libraries[0] if libraries else None)
-
-
-def mxnet_build() -> dict[str, Any]:
-    import mxnet as mx
-
-    features = mx.runtime.Features()
-    return {
-        "version": mx.__version__,
-        "features": sorted(name for name in features.keys() if features.is_enabled(name)),
-        "gpus_visible": mx.context.num_gpus(),
-        "blas": mxnet_blas(libraries := loaded_blas()),
-        "blas_libraries": libraries,
-    }
-
-
 def check_blas(reference: Path, record: dict[str, Any]) -> None:
     """Refuse to time on a BLAS whose dot differs from the stock one's."""
     from d2lperf import blas
@@ -240,7 +212,9 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         notes=recorder.notes,
     )
     if "mxnet" in sys.modules:
-        record["mxnet"] = mxnet_build()
+        from d2lperf import mxnet as d2l_mxnet
+
+        record["mxnet"] = d2l_mxnet.build_info()
     if "torch" in sys.modules:
         from d2lperf import torch as d2l_torch
 

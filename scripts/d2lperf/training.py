@@ -1,12 +1,12 @@
 """What the two multi-device training sections share (seeds/000: 多GPU并行计算, 多GPU简洁实现).
 
-Their training options (one run per devices/batch size/learning rate triple, as the
-documents call ``train(num_gpus=1, ...)`` then ``train(num_gpus=2, ...)``), the data
-they train on, ``evaluate_accuracy``, and how an epoch is recorded and shown: one
-line per epoch for the rule's log, plus a progress bar only when a person watches a
-terminal (carriage returns would garble a log file).
-
-MXNet is imported inside functions only: the thread counts are pinned before it loads.
+In both frameworks: their training options (one run per devices/batch size/learning
+rate triple, as the documents call ``train(num_gpus=1, ...)`` then
+``train(num_gpus=2, ...)``), the warm-up of every input shape, and how an epoch is
+recorded and shown: one line per epoch for the rule's log, plus a progress bar only
+when a person watches a terminal (carriage returns would garble a log file). The data
+loaders and ``evaluate_accuracy`` are each framework's own (``d2lperf.mxnet``,
+``d2lperf.torch``).
 """
 
 from __future__ import annotations
@@ -94,23 +94,6 @@ def runs(args: argparse.Namespace) -> list[Run]:
     return [Run(*run) for run in zip(args.devices, args.batch_sizes, args.learning_rates)]
 
 
-MXNET_DEFAULT_SEED = 0  # MXNet's own seed in a fresh process
-
-
-def prepare(args: argparse.Namespace) -> tuple[list[Run], list]:
-    """The runs, and contexts enough for the largest (too few GPUs skip the whole
-    section); then both generators seeded, so parameters and shuffling repeat."""
-    planned = runs(args)
-    ctx = devices.contexts(args.on, max(run.devices for run in planned))
-    import mxnet as mx
-    import numpy as np
-
-    mx.random.seed(MXNET_DEFAULT_SEED)
-    # The DataLoader shuffles with numpy's generator: seeding it makes runs repeatable.
-    np.random.seed(MXNET_DEFAULT_SEED)
-    return planned, ctx
-
-
 def batch_sizes(examples: int, batch_size: int) -> list[int]:
     """Each batch size one epoch feeds, once: the full one, then the smaller last batch
     where the examples do not divide evenly (DataLoader keeps it)."""
@@ -149,36 +132,6 @@ def case_name(model: str, num_devices: int) -> str:
     return f"{model}_{num_devices}_device" + ("s" if num_devices > 1 else "")
 
 
-def load_data(args: argparse.Namespace, batch_size: int):
-    """(train_iter, test_iter) as the documents build them; a missing data set ends the
-    run non-zero with data.py's message (where it looked, how to get it) on stderr."""
-    try:
-        return data.load_data_fashion_mnist(
-            batch_size, data_dir=args.data_dir, download=args.data_download,
-            num_workers=args.data_workers, train_limit=args.train_limit,
-            test_limit=args.test_limit,
-        )
-    except data.DataMissing as missing:
-        print(missing, file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
-
-
-def evaluate_accuracy(net, data_iter, ctx) -> float:
-    """The documents' evaluate_accuracy (the concise section passes ``data_iter`` first).
-
-    The correct count stays an NDArray on ``ctx`` until the end: one synchronisation
-    per evaluation, not one per batch."""
-    from mxnet import nd
-
-    acc_sum, n = nd.array([0], ctx=ctx), 0
-    for X, y in data_iter:
-        X, y = X.as_in_context(ctx), y.as_in_context(ctx).astype("float32")
-        y_hat = net(X)
-        acc_sum += (y_hat.argmax(axis=1) == y).sum()
-        n += y.size
-    return acc_sum.asscalar() / n
-
-
 def progress(batches: Iterable[T], epoch: int, epochs: int,
              stream: TextIO | None = None) -> Iterator[T]:
     """``batches`` unchanged; on a terminal, a bar of the batches handed out so far."""
@@ -206,7 +159,7 @@ def epoch_line(epoch: int, seconds: float, loss: float, test_acc: float) -> str:
 def record_epoch(rec: Recorder, case: str, epoch: int, seconds: float, loss: float,
                  test_acc: float, ctx: Sequence[Any]) -> None:
     """One epoch's samples (training time, test accuracy, mean training loss), then its line."""
-    where = devices.names(ctx)
+    where = ",".join(str(c) for c in ctx)
     rec.samples(case, "time", "s", [seconds], epoch=epoch, devices=where)
     rec.samples(case, "accuracy", "fraction", [test_acc], epoch=epoch, devices=where)
     rec.samples(case, "loss", "", [loss], epoch=epoch, devices=where)

@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import devices, experiment, timing, workloads
+from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 from d2lperf.stats import Stats
 
@@ -50,8 +51,8 @@ def gpu_context(kind: str):
     """The context the document calls ``mx.gpu(0)``; Skipped without a GPU under --on gpu."""
     if kind == "cpu":
         # x_cpu's products run in cpu(0)'s queue: the stand-in needs a queue of its own.
-        return devices.contexts("cpu", 2)[1]
-    return devices.contexts("gpu", 1)[0]
+        return d2l.devices("cpu", 2)[1]
+    return d2l.devices("gpu", 1)[0]
 
 
 def dot_flops(size: int, dots: int) -> float:
@@ -69,11 +70,11 @@ def timed(args: argparse.Namespace, rec: Recorder, cases: dict, ctxs: dict,
     values: dict[str, list[float]] = {}
     for case in cases:
         mine = [s for s in samples if s.case == case]
-        rec.timings(mine, devices=devices.names(ctxs[case]))
+        rec.timings(mine, devices=d2l.names(ctxs[case]))
         values[case] = [s.value for s in mine]
         median = Stats(values[case]).median
         line = (f"{case}: median {median:.4f} s over {len(mine)} rounds on "
-                f"{devices.names(ctxs[case])}")
+                f"{d2l.names(ctxs[case])}")
         if flops.get(case):
             gflops = flops[case] / median / 1e9
             rec.notes.setdefault("gflops", {})[case] = round(gflops, 3)
@@ -129,7 +130,7 @@ def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder, 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
     gpu = gpu_context(args.on)  # first, so that a skipped run has done no work
-    devices.check_two_cpu_queues(args.on, args.threads)
+    d2l.check_two_cpu_queues(args.on, args.threads)
     import mxnet as mx
     from mxnet import nd
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import devices, experiment, timing, training
+from d2lperf import experiment, timing, training
+from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 from d2lperf.stats import Stats
 
@@ -105,7 +106,7 @@ def demos(rec: Recorder, net, ctx) -> None:
         printed = ""
         rec.notes["weight_not_initialized_on"] = (
             f"weight.data() did not raise: the default context {mx.cpu()} is one of the "
-            f"devices {devices.names(ctx)}, so the document's message is not printed")
+            f"devices {d2l.names(ctx)}, so the document's message is not printed")
     rec.output("weight_not_initialized_on", printed)
     first, second = weight.data(ctx[0])[0], weight.data(ctx[1])[0]
     print(first, second)
@@ -147,7 +148,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
     from mxnet.gluon import loss as gloss
     from mxnet.gluon import utils as gutils
 
-    train_iter, test_iter = training.load_data(args, batch_size)
+    train_iter, test_iter = d2l.load_data(args, batch_size)
     case = training.case_name("resnet18", len(ctx))
     print("running on:", ctx, flush=True)
     net.initialize(init=init.Normal(sigma=0.01), ctx=ctx, force_reinit=True)
@@ -172,7 +173,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
                     loss_sum += device_loss.sum()
                 examples += X.shape[0]
         train_loss = sum(s.asscalar() for s in loss_sums) / examples
-        test_acc = training.evaluate_accuracy(net, test_iter, ctx[0])
+        test_acc = d2l.evaluate_accuracy(net, test_iter, ctx[0])
         training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, ctx)
         seconds.append(clock.seconds)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
@@ -180,7 +181,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs, ctx = training.prepare(args)
+    runs, ctx = d2l.prepare(args)
     net = resnet18(10)
     if len(ctx) >= 2:
         demos(rec, net, ctx)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import devices, experiment, timing, training
+from d2lperf import experiment, timing, training
+from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 
 
@@ -134,7 +135,7 @@ def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
     from mxnet import autograd, nd
     from mxnet.gluon import loss as gloss
 
-    train_iter, test_iter = training.load_data(args, batch_size)
+    train_iter, test_iter = d2l.load_data(args, batch_size)
     loss = gloss.SoftmaxCrossEntropyLoss()
     case = training.case_name("lenet", len(ctx))
     print("running on:", ctx, flush=True)
@@ -165,15 +166,15 @@ def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
         def net(x):  # evaluated on the first device, as the document does
             return lenet(x, gpu_params[0])
 
-        test_acc = training.evaluate_accuracy(net, test_iter, ctx[0])
+        test_acc = d2l.evaluate_accuracy(net, test_iter, ctx[0])
         training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, ctx)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs, ctx = training.prepare(args)
+    runs, ctx = d2l.prepare(args)
     if len(ctx) > 1:
-        devices.check_two_cpu_queues(args.on, args.threads)  # lenet's nd.dot would hang
+        d2l.check_two_cpu_queues(args.on, args.threads)  # lenet's nd.dot would hang
     params = init_params()
     if len(ctx) >= 2:
         demos(rec, params, ctx)

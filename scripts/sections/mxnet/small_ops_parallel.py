@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import devices, experiment, timing
+from d2lperf import experiment, timing
+from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder, report
 
 # MXNet 1.9's default number of random-number resources shared by all CPU contexts.
@@ -59,7 +60,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
              "generate_x_and_y": generate_x_and_y}
     samples = timing.compare(cases, nd.waitall, warmup=args.warmup, rounds=args.repeats,
                              seed=args.seed, process=args.process)
-    rec.timings(samples, devices=devices.names([mx.cpu()]))
+    rec.timings(samples, devices=d2l.names([mx.cpu()]))
     report(samples, f"of {args.size}x{args.size} draws")
 
 
