@@ -11,6 +11,7 @@ KB below a sampled reading; the larger of the two wins, and the result says whic
 
 from __future__ import annotations
 
+import argparse
 import re
 import threading
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from pathlib import Path
 from types import TracebackType
 
 import psutil
+
+from d2lperf.experiment import non_negative_int, positive_int
 
 MB = 1e6  # bytes; the document divided ps's RSS column (KiB) by 1e3
 KIB = 1024
@@ -109,3 +112,30 @@ class PeakRSS:
             self.result = Peak(self._before, after, kernel, "VmHWM", self._samples)
         else:
             self.result = Peak(self._before, after, sampled, "sampling", self._samples)
+
+
+# --- The command line of the memory section, shared by its MXNet and PyTorch twins ---
+
+def add_workload_options(p: argparse.ArgumentParser) -> None:
+    """The document's training workload: batches, batch size, how often to print."""
+    p.add_argument("--batches", type=positive_int, default=100,
+                   help="training batches per run (document: 100)")
+    p.add_argument("--batch-size", type=positive_int, default=1024,
+                   help="examples per batch (document: 1024)")
+    p.add_argument("--report-every", type=positive_int, default=50,
+                   help="record the elapsed time every this many batches (document: 50)")
+
+
+def workload_flags(args: argparse.Namespace) -> list[str]:
+    """The workload options again, for the fresh child process of each run."""
+    return ["--batches", str(args.batches), "--batch-size", str(args.batch_size),
+            "--report-every", str(args.report_every)]
+
+
+def add_process_options(p: argparse.ArgumentParser) -> None:
+    """Samples here are fresh processes and warm-up is batches inside each: own help texts."""
+    p.add_argument("--warmup", type=non_negative_int, default=1,
+                   help="untimed forward passes in each process before measuring, the "
+                        "document's commented-out warm-up (default: 1)")
+    p.add_argument("--repeats", type=positive_int, default=5,
+                   help="fresh processes per mode; every one is kept (default: 5)")

@@ -120,7 +120,7 @@ def train(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 def run_child(mode: str, args: argparse.Namespace, result: Path) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", mode, "--result", str(result),
                "--threads", str(args.threads), "--warmup", str(args.warmup),
-               "--on", args.on, *workload_flags(args)]
+               "--on", args.on, *memory.workload_flags(args)]
     sys.stdout.flush()  # the child's prints go to the same log, after ours
     subprocess.run(command, check=True)
     return read_json(result)
@@ -173,29 +173,14 @@ def record(rec: Recorder, case: str, metric: str, unit: str, values: list[float]
 
 
 def add_workload_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batches", type=experiment.positive_int, default=100,
-                   help="training batches per run (document: 100)")
-    p.add_argument("--batch-size", type=experiment.positive_int, default=1024,
-                   help="examples per batch (document: 1024)")
-    p.add_argument("--report-every", type=experiment.positive_int, default=50,
-                   help="record the elapsed time every this many batches (document: 50)")
+    memory.add_workload_options(p)
     device_options.add_argument(p, default="cpu")
 
 
-def workload_flags(args: argparse.Namespace) -> list[str]:
-    return ["--batches", str(args.batches), "--batch-size", str(args.batch_size),
-            "--report-every", str(args.report_every)]
-
-
 def build_parser() -> argparse.ArgumentParser:
-    # Samples here are fresh processes and warm-up is batches inside each: own help texts.
     p = experiment.parser(__doc__.splitlines()[0], repeated=False)
     add_workload_options(p)
-    p.add_argument("--warmup", type=experiment.non_negative_int, default=1,
-                   help="untimed forward passes in each process before measuring, the "
-                        "document's commented-out warm-up (default: 1)")
-    p.add_argument("--repeats", type=experiment.positive_int, default=5,
-                   help="fresh processes per mode; every one is kept (default: 5)")
+    memory.add_process_options(p)
     return p
 
 
