@@ -227,7 +227,8 @@ def _run_processes(experiment: str, args: argparse.Namespace,
     """Run the section's body in ``args.processes`` fresh processes, one after the
     other; the first one's record (parameters, outputs, build) is the section's,
     with every process's own figures under ``processes``. A process that fails
-    ends the section non-zero: the rule records the failure."""
+    ends the section non-zero: the rule records the failure. A process that skips
+    (or refuses) ends the section there, skipped: no other process is started."""
     records, rows = [], []
     with tempfile.TemporaryDirectory(prefix=f"{experiment}-processes-") as tmp:
         for index in range(args.processes):
@@ -243,10 +244,11 @@ def _run_processes(experiment: str, args: argparse.Namespace,
             records.append(read_json(sidecar))
             with open(csv_path, newline="", encoding="utf-8") as handle:
                 rows += list(csv.DictReader(handle))
+            if records[-1]["status"] != "ok":
+                break  # skipped here means skipped in every process: the machine is the same
     record = dict(records[0])
     statuses = {r["status"] for r in records}
     if statuses != {"ok"}:
-        # Skipped in one process means skipped in all: the machine is the same.
         record["status"] = next(s for s in ("refused", "skipped") if s in statuses)
         rows = []
     record["parameters"] = {**record["parameters"], "processes": args.processes}

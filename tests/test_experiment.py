@@ -1,0 +1,59 @@
+"""d2lperf.experiment: the fresh-process orchestration every repeated section goes through."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import REPO
+
+SECTION = textwrap.dedent('''\
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, {scripts!r})
+    from d2lperf import experiment, timing
+
+    def body(args, rec):
+        with open({started!r}, "a") as handle:  # one line per process that ran the body
+            handle.write(f"{{args.process}}\\n")
+        if {skip!r}:
+            raise experiment.Skipped("needs 1 GPU, found 0")
+        rec.timings(timing.compare({{"case": lambda: None}}, lambda: None, warmup=0,
+                                   rounds=1, seed=0, process=args.process))
+
+    if __name__ == "__main__":
+        sys.exit(experiment.main("toy", "pytorch", experiment.parser("toy"), body))
+''')
+
+
+def run_toy(tmp_path: Path, skip: bool, processes: int) -> tuple[dict, list[str]]:
+    started = tmp_path / "started.txt"
+    script = tmp_path / "toy.py"
+    script.write_text(SECTION.format(scripts=str(REPO / "scripts"), started=str(started),
+                                     skip=skip))
+    done = subprocess.run(
+        [sys.executable, str(script), "--csv", str(tmp_path / "s.csv"), "--sidecar",
+         str(tmp_path / "run.json"), "--processes", str(processes), "--repeats", "1",
+         "--probe-seconds", "0.01"],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((tmp_path / "run.json").read_text()), started.read_text().split()
+
+
+def test_a_section_skipped_in_its_first_process_starts_no_other(tmp_path):
+    # Skipped in one process means skipped in all (the machine is the same): starting
+    # the other three only costs their imports (auto_parallelism without a GPU: 5 s).
+    record, started = run_toy(tmp_path, skip=True, processes=4)
+    assert started == ["0"]
+    assert record["status"] == "skipped" and record["reason"] == "needs 1 GPU, found 0"
+    assert len(record["processes"]) == 1
+    assert record["parameters"]["processes"] == 4  # what was asked, beside what ran
+
+
+def test_a_section_that_runs_runs_in_every_process(tmp_path):
+    record, started = run_toy(tmp_path, skip=False, processes=3)
+    assert started == ["0", "1", "2"]
+    assert record["status"] == "ok" and len(record["processes"]) == 3
