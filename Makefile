@@ -12,7 +12,9 @@ AXE := tests/.axe
 .PHONY: lock-torch
 
 ## report: set everything up, run the pipeline, print where the report is
+## (the archives kept under report/machines/, such as a GPU check's, are compared too)
 report: setup
+	$(VENV)/bin/python scripts/import_results.py --kept report/machines
 	$(SNAKEMAKE) --cores $(CORES)
 
 ## test: set up what the tests need, then run every test

@@ -14,6 +14,7 @@
 #
 # GPU_CHECK_PYTHON: the interpreter with torch (default: python3). GPU_CHECK_PRESET: the
 # preset (default: documents on a GPU, ci without one). GPU_CHECK_CORES: Snakemake's cores.
+# GPU_CHECK_KEEP=1 keeps the archive in CPU mode too (the tests use it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=$(realpath "${1:-gpu-check-kit}")
@@ -60,8 +61,11 @@ echo "gpu_check: finished in $(( $(date +%s) - start )) s"
 archive=$(ls -t archives/*.tar.gz | head -n 1)
 echo "gpu_check: report $(dirname "$(ls -t results/*/report.html | head -n 1)")/report.html"
 echo "gpu_check: archive $archive"
-if [ "$mode" = gpu ]; then
+# Kept as <machine>-<date>.tar.gz: `make report` imports it under that name (never the id
+# of a machine running here), so every later report compares against this GPU.
+if [ "$mode" = gpu ] || [ "${GPU_CHECK_KEEP:-0}" = 1 ]; then
   mkdir -p report/machines
-  cp "$archive" report/machines/
-  echo "gpu_check: kept as report/machines/$(basename "$archive")"
+  kept="report/machines/$(basename "$archive" .tar.gz)-$(date -u +%Y-%m-%d).tar.gz"
+  cp "$archive" "$kept"
+  echo "gpu_check: kept as $kept (commit it)"
 fi

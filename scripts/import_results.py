@@ -8,6 +8,11 @@ with the reason and nothing is written. The files are unpacked into a hidden sta
 folder (results/.import-<pid>-*) that is removed on any exit, or by the next import if
 this one is killed, and moved into place whole. Imported folders are never re-run or
 overwritten by Snakemake: a run whose machine id is an imported one is refused.
+
+    .venv/bin/python scripts/import_results.py --kept report/machines
+
+imports the archives the repository keeps (a GPU check's), each under its file name,
+once: `make report` runs it before the pipeline, so every report compares against them.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from d2lperf.archive import ArchiveError, import_archive
+from d2lperf.archive import ArchiveError, import_archive, import_kept
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,14 +36,27 @@ def main() -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _exit_on)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("archives", nargs="+", type=Path)
+    p.add_argument("archives", nargs="*", type=Path)
     p.add_argument("--as", dest="rename", metavar="NEW_ID",
                    help="import under this machine id (one archive only)")
+    p.add_argument("--kept", type=Path, metavar="FOLDER",
+                   help="import the archives kept in FOLDER (report/machines), each under its "
+                        "file name, unless already imported")
     p.add_argument("--results", type=Path, default=REPO / "results")
     p.add_argument("--schema", type=Path, default=REPO / "workflow/schemas/samples.schema.yaml")
     args = p.parse_args()
     if args.rename and len(args.archives) > 1:
         p.error("--as takes one archive")
+    if bool(args.kept) == bool(args.archives):
+        p.error("name archives to import, or --kept FOLDER (not both)")
+    if args.kept:
+        try:
+            for name, what in import_kept(args.kept, args.results, args.schema):
+                print(f"{args.kept / name}: {what}")
+        except ArchiveError as error:
+            print(f"refused: {error}", file=sys.stderr)
+            return 1
+        return 0
     failed = 0
     for path in args.archives:
         start = time.perf_counter()

@@ -6,12 +6,13 @@ import json
 import shutil
 import subprocess
 import tarfile
+from pathlib import Path
 
 import pytest
 
 from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
 from d2lperf import archive
-from d2lperf.archive import ArchiveError, import_archive
+from d2lperf.archive import ArchiveError, import_archive, import_kept
 
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 SAMPLES = ("experiment,case,metric,unit,repeat,value,epoch,devices\n"
@@ -148,6 +149,86 @@ def test_same_machine_twice_is_refused(tmp_path):
     import_archive(build(tmp_path / "first"), results_root, SCHEMA)
     with pytest.raises(ArchiveError, match="already present"):
         import_archive(build(tmp_path / "again"), results_root, SCHEMA)
+
+
+def kept(tmp_path, stem, name="box"):
+    """An archive of machine ``name`` kept as report/machines/<stem>.tar.gz."""
+    folder = tmp_path / "report/machines"
+    folder.mkdir(parents=True, exist_ok=True)
+    made = build(tmp_path / f"build-{stem}-{len(list(folder.iterdir()))}", name)
+    return Path(shutil.copyfile(made, folder / f"{stem}.tar.gz"))
+
+
+def test_kept_archives_are_imported_under_their_file_name_once(tmp_path):
+    # the GPU check keeps <machine>-<date>.tar.gz: never the id of a machine running here
+    kept(tmp_path, "box-2026-12-01")
+    results_root = tmp_path / "results"
+    assert import_kept(tmp_path / "report/machines", results_root, SCHEMA) == [
+        ("box-2026-12-01.tar.gz", "imported")]
+    target = results_root / "box-2026-12-01"
+    assert json.loads((target / "imported.json").read_text())["kept"] is True
+    before = snapshot(results_root)
+    assert import_kept(tmp_path / "report/machines", results_root, SCHEMA) == [
+        ("box-2026-12-01.tar.gz", "already imported")]
+    assert snapshot(results_root) == before
+
+
+def test_a_kept_archive_replaced_in_the_repository_replaces_its_import(tmp_path):
+    results_root = tmp_path / "results"
+    first = kept(tmp_path, "box-2026-12-01")
+    import_kept(first.parent, results_root, SCHEMA)
+    shutil.copyfile(other_figures(tmp_path), first)  # the same machine, later figures
+    assert import_kept(first.parent, results_root, SCHEMA) == [
+        ("box-2026-12-01.tar.gz", "replaced an earlier import")]
+    samples = (results_root / "box-2026-12-01/hybridize/samples.csv").read_text()
+    assert ",0.5," in samples
+
+
+def other_figures(tmp_path):
+    results = make_results(tmp_path / "other-figures")
+    (results / "hybridize/samples.csv").write_text(SAMPLES.replace(",0.4,", ",0.5,"))
+    out = tmp_path / "other-figures.tar.gz"
+    archive.write_archive(out, "box", archive.collect(results, {}), {"commit": "abc"})
+    return out
+
+
+@pytest.mark.parametrize("present", ["a local run", "an import of the user's"])
+def test_a_kept_archive_never_replaces_what_it_did_not_import(tmp_path, present):
+    results_root = tmp_path / "results"
+    if present == "a local run":
+        make_results(results_root, "box-2026-12-01")
+    else:
+        import_archive(build(tmp_path / "mine"), results_root, SCHEMA, "box-2026-12-01")
+    kept(tmp_path, "box-2026-12-01")
+    before = snapshot(results_root)
+    with pytest.raises(ArchiveError, match="report/machines/box-2026-12-01.tar.gz.*"
+                                           "results/box-2026-12-01 holds"):
+        import_kept(tmp_path / "report/machines", results_root, SCHEMA)
+    assert snapshot(results_root) == before
+
+
+@pytest.mark.parametrize("stem", ["$(touch pwned)", ".hidden", "x" * 130])
+def test_a_kept_archive_whose_name_is_no_machine_id_is_refused(tmp_path, stem):
+    kept(tmp_path, stem)
+    with pytest.raises(ArchiveError, match="kept archive"):
+        import_kept(tmp_path / "report/machines", tmp_path / "results", SCHEMA)
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_no_kept_archives_is_nothing_to_do(tmp_path):
+    assert import_kept(tmp_path / "report/machines", tmp_path / "results", SCHEMA) == []
+    assert not (tmp_path / "results").exists()
+
+
+def test_make_report_imports_the_kept_archives_before_snakemake_runs():
+    dry = subprocess.run(["make", "-n", "report"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    lines = dry.stdout.splitlines()
+    kept_line = next(i for i, line in enumerate(lines)
+                     if "import_results.py --kept report/machines" in line)
+    snakemake_line = next(i for i, line in enumerate(lines) if "snakemake --cores" in line)
+    assert kept_line < snakemake_line
 
 
 def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_python):

@@ -3,13 +3,16 @@ needs beyond its own torch, pandas, matplotlib and jinja2, in one folder under 6
 
 from __future__ import annotations
 
+import csv
 import json
+import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
-from conftest import REPO, copy_workflow
+from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
 from d2lperf import data
 
 LIMIT = 60 * 1024 * 1024
@@ -63,11 +66,14 @@ def test_snakemake_installs_from_the_kit_alone_beside_the_machines_packages(kit,
     assert version.stdout.strip() == "9.27.1"
 
 
-def test_the_gpu_check_runs_here_in_its_cpu_mode(kit, tmp_path, torch_python):
+@pytest.fixture(scope="module")
+def cpu_mode_check(kit, tmp_path_factory, torch_python):
     """scripts/gpu_check.sh as a GPU machine runs it, less the GPU: an interpreter with
     torch, pandas, matplotlib and jinja2 (here: the PyTorch environment, with pandas and
-    matplotlib beside it) and the kit; torch sees no GPU, so the CPU mode at the CI preset."""
+    matplotlib beside it) and the kit; torch sees no GPU, so the CPU mode at the CI preset.
+    GPU_CHECK_KEEP=1 takes the step a GPU run takes: keeping the archive."""
     folder, _ = kit
+    tmp_path = tmp_path_factory.mktemp("gpu-check")
     machine = tmp_path / "machine-packages"
     subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
                     "--disable-pip-version-check", "--target", str(machine),
@@ -77,9 +83,15 @@ def test_the_gpu_check_runs_here_in_its_cpu_mode(kit, tmp_path, torch_python):
         ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
         text=True, timeout=1500, cwd=tmp_path,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(machine),
-             "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2"})
+             "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
+             "GPU_CHECK_KEEP": "1"})
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
-    assert "gpu_check: cpu mode, preset ci" in done.stdout
+    return work, done.stdout
+
+
+def test_the_gpu_check_runs_here_in_its_cpu_mode(cpu_mode_check):
+    work, stdout = cpu_mode_check
+    assert "gpu_check: cpu mode, preset ci" in stdout
     reports = list((work / "results").glob("*/report.html"))
     assert len(reports) == 1
     results = reports[0].parent
@@ -89,4 +101,36 @@ def test_the_gpu_check_runs_here_in_its_cpu_mode(kit, tmp_path, torch_python):
     assert not (results / "hybridize").exists()  # MXNet's sections: not asked for
     archives = list((work / "archives").glob("*.tar.gz"))
     assert [a.name for a in archives] == [f"{results.name}.tar.gz"]
-    assert not (work / "report/machines").exists()  # kept only after a run on a GPU
+    kept = list((work / "report/machines").iterdir())
+    assert [k.name for k in kept] == [f"{results.name}-{time.strftime('%Y-%m-%d', time.gmtime())}"
+                                      ".tar.gz"]
+    assert kept[0].read_bytes() == archives[0].read_bytes()
+    assert f"kept as report/machines/{kept[0].name} (commit it)" in stdout
+
+
+def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run, tmp_path,
+                                                         experiment_python):
+    """What `make report` does on a checkout that keeps a GPU check's archive (PyTorch's
+    sections only) beside a run of both frameworks: it is imported under its file name and
+    the report compares against it, framework by framework."""
+    check, _ = cpu_mode_check
+    work, results = ci_run
+    fresh = copy_workflow(tmp_path / "fresh")
+    shutil.copytree(results, fresh / "results" / CI_MACHINE, copy_function=shutil.copy)
+    shutil.copytree(check / "report/machines", fresh / "report/machines")
+    kept = next((fresh / "report/machines").iterdir()).name[: -len(".tar.gz")]
+    for _ in range(2):  # the second time: already imported, nothing changes
+        imported = subprocess.run(
+            [str(WORKFLOW_PYTHON), "scripts/import_results.py", "--kept", "report/machines"],
+            cwd=fresh, capture_output=True, text=True, timeout=300)
+        assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip().endswith("already imported")
+    done = snakemake(fresh, "--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    page = (fresh / "results" / CI_MACHINE / "report.html").read_text(encoding="utf-8")
+    assert "Across machines" in page and kept in page
+    with open(fresh / "results" / CI_MACHINE / "comparison.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    theirs = [r for r in rows if r["machine"] == kept]
+    assert theirs and {r["framework"] for r in theirs} == {"pytorch"}
+    assert all(r["speedup"] for r in theirs if r["epoch"] == "")  # each against ours

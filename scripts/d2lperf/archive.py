@@ -330,10 +330,11 @@ def _alive(pid: int) -> bool:
 
 
 def import_archive(archive: Path, results_root: Path, schema: Path,
-                   rename: str | None = None) -> Path:
+                   rename: str | None = None, *, kept: bool = False) -> Path:
     """Verify the archive, then add it as results/<machine> (or <rename>); return that folder.
     Nothing under results_root changes unless every check passes. The files arrive
-    read-only, with imported.json, which the workflow refuses to run into."""
+    read-only, with imported.json, which the workflow refuses to run into (``kept``: an
+    archive the repository keeps under report/machines/, see ``import_kept``)."""
     if rename is not None:
         try:
             check_machine_id(rename, "--as")
@@ -371,6 +372,7 @@ def import_archive(archive: Path, results_root: Path, schema: Path,
         (staging / "imported.json").write_text(json.dumps({
             "archive": archive.name, "archive_sha256": sha256(archive.read_bytes()),
             "machine_in_archive": source, "imported_as": target_id, "code": listing["code"],
+            "kept": kept,
         }, indent=2, sort_keys=True) + "\n")
         (staging / "imported.json").chmod(0o444)
         os.chmod(staging, 0o755)
@@ -379,3 +381,56 @@ def import_archive(archive: Path, results_root: Path, schema: Path,
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def _kept_import_of(target: Path, archive: Path) -> dict[str, Any] | None:
+    """The import record of ``target`` when it was made from a kept archive of this name."""
+    try:
+        record = json.loads((target / "imported.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and record.get("kept") is True \
+            and record.get("archive") == archive.name:
+        return record
+    return None
+
+
+def import_kept(folder: Path, results_root: Path, schema: Path) -> list[tuple[str, str]]:
+    """Import every archive the repository keeps in ``folder`` (report/machines/), so that
+    every report compares against those machines: each under its file name less .tar.gz
+    (the GPU check keeps ``<machine>-<date>.tar.gz``, never the id of a machine running
+    here). One already imported is left as it is; one replaced in the repository replaces
+    its earlier import, which is restored if the new one is refused. A folder the kept
+    archive did not make (a run here, the user's own import) is never touched: refused.
+    Returns (archive name, what happened) for each."""
+    done = []
+    for path in sorted(folder.glob("*.tar.gz")):
+        stem = path.name[: -len(".tar.gz")]
+        try:
+            check_machine_id(stem, f"kept archive {path}: its name")
+        except MachineIdError as error:
+            raise ArchiveError(str(error)) from None
+        target = results_root / stem
+        previous = None
+        if target.exists():
+            record = _kept_import_of(target, path)
+            if record is None:
+                raise ArchiveError(
+                    f"kept archive {path}: results/{stem} holds results it did not import "
+                    "(a run here or an import of yours); rename or remove that folder")
+            if record.get("archive_sha256") == sha256(path.read_bytes()):
+                done.append((path.name, "already imported"))
+                continue
+            # hidden, so never taken for a machine; put back if the new archive is refused
+            previous = results_root / f"{STAGING_PREFIX}{os.getpid()}-replaced-{stem}"
+            os.rename(target, previous)
+        try:
+            import_archive(path, results_root, schema, stem, kept=True)
+        except BaseException:
+            if previous is not None:
+                os.rename(previous, target)
+            raise
+        if previous is not None:
+            shutil.rmtree(previous)
+        done.append((path.name, "imported" if previous is None else "replaced an earlier import"))
+    return done
