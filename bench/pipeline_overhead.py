@@ -146,6 +146,8 @@ def whole_run(work: Path, preset: str, label: str, *config: str) -> float:
                                  f"machine={MACHINE}", f"experiment_python={EXPERIMENT_PYTHON}",
                                  *config)
     print(f"  {label}: {seconds:.0f} s end to end", flush=True)
+    jobs = sorted(job_walls(work / "results" / MACHINE).items(), key=lambda kv: -kv[1])
+    print("    jobs: " + ", ".join(f"{name} {wall:.0f} s" for name, wall in jobs), flush=True)
     return seconds
 
 
@@ -166,12 +168,14 @@ def bench_against(revision: str, preset: str) -> None:
                          "this tree, MXNet and PyTorch", f"torch_python={TORCH_PYTHON}")
     print(f"end to end: {revision} (MXNet, blocked measurement) {before:.0f} s; this tree, "
           f"MXNet only {mxnet:.0f} s ({mxnet / before - 1:+.0%}); MXNet and PyTorch "
-          f"{both:.0f} s ({both / before:.2f}x)")
+          f"{both:.0f} s ({both / before:.2f}x the earlier commit's, {both / mxnet:.2f}x this "
+          "tree's MXNet-only run)")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--presets", nargs="+", default=["documents", "ci"])
+    p.add_argument("--presets", nargs="*", default=["documents", "ci"],
+                   help="presets to bench in detail (none: only --against)")
     p.add_argument("--runs", type=int, default=5, help="no-op re-runs to time")
     p.add_argument("--against", metavar="REV",
                    help="an earlier commit whose whole documents run to time beside this one")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import base64
 import math
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -538,6 +539,10 @@ def run_line(run: Row | None) -> Row:
     threads = (run.get("threads") or {}).get("OMP_NUM_THREADS")
     if threads:
         text += f", {threads} thread(s)"
+    for case, why in ((run.get("notes") or {}).get("runs_not_run") or {}).items():
+        count = re.search(r"_(\d+)_devices?$", case)  # training.case_name
+        which = f"the {count.group(1)}-device run" if count else case
+        text += f"; {which} not run: {why}"
     steady = run.get("steadiness")
     flags = []
     if steady:

@@ -89,27 +89,34 @@ def test_gpu_devices_skip_without_gpus_and_are_cuda_devices_with_them(torch_pyth
 
 def test_training_runs_that_fit_the_gpus_run_and_the_others_say_why(torch_python):
     got = in_torch(torch_python, """
-        import json
+        import argparse, json
         import torch
         from d2lperf import torch as t
         from d2lperf.experiment import Skipped
-        out = {"cpu": [t.names(d) for d in t.devices_for_runs("cpu", [1, 2])[:1]]}
+        from d2lperf.results import Recorder
+
+        def prepare(on, devices):
+            args = argparse.Namespace(on=on, devices=devices, batch_sizes=[256] * len(devices),
+                                      learning_rates=[0.1] * len(devices))
+            rec = Recorder("multi_gpu_gluon", "pytorch", 0)
+            runs, found = t.prepare(args, rec, "resnet18")
+            return [[r.devices for r in runs], t.names(found), rec.notes.get("runs_not_run")]
+
+        out = {"cpu": prepare("cpu", [1, 2])}
         try:
-            t.devices_for_runs("gpu", [1, 2])
+            prepare("gpu", [1, 2])
         except Skipped as why:
             out["none"] = str(why)
         torch.cuda.is_available = lambda: True
         torch.cuda.device_count = lambda: 1
-        found, missing = t.devices_for_runs("gpu", [1, 2])
-        out["one"] = [t.names(found), missing]
+        out["one"] = prepare("gpu", [1, 2])
         torch.cuda.device_count = lambda: 4
-        found, missing = t.devices_for_runs("gpu", [2, 1])
-        out["four"] = [t.names(found), missing]
+        out["four"] = prepare("gpu", [2, 1])
         print(json.dumps(out))
     """)
-    assert got == {"cpu": ["cpu,cpu"], "none": "needs 1 GPU, found 0",
-                   "one": ["cuda:0", {"2": "needs 2 GPUs, found 1"}],
-                   "four": ["cuda:0,cuda:1", {}]}
+    assert got == {"cpu": [[1, 2], "cpu,cpu", None], "none": "needs 1 GPU, found 0",
+                   "one": [[1], "cuda:0", {"resnet18_2_devices": "needs 2 GPUs, found 1"}],
+                   "four": [[2, 1], "cuda:0,cuda:1", None]}
 
 
 def test_sync_waits_for_every_gpu_or_the_one_named_and_never_on_cpu(torch_python):

@@ -344,3 +344,12 @@ def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
                      across)
     assert "5.00×" in across
     assert "MLP, after hybridize() (PyTorch)" in " ".join(text(across).split())
+
+
+def test_a_training_run_the_machine_cannot_hold_is_named_with_its_reason():
+    # one H200: the documents' 1-GPU run trains, the 2-GPU one is named, not just missing
+    line = render_report.run_line({
+        "status": "ok", "wall_seconds": 61.0, "parameters": {},
+        "notes": {"runs_not_run": {"resnet18_2_devices": "needs 2 GPUs, found 1"}}})
+    assert line["status"] == "ok"
+    assert line["text"] == "61.0 s; the 2-device run not run: needs 2 GPUs, found 1"

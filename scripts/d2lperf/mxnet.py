@@ -194,11 +194,17 @@ def evaluate_accuracy(net, data_iter, ctx) -> float:
 MXNET_DEFAULT_SEED = 0  # MXNet's own seed in a fresh process
 
 
-def prepare(args: argparse.Namespace) -> tuple[list[training.Run], list]:
-    """The runs, and contexts enough for the largest (too few GPUs skip the whole
-    section); then both generators seeded, so parameters and shuffling repeat."""
-    planned = training.runs(args)
-    ctx = devices(args.on, max(run.devices for run in planned))
+def gpu_count() -> int:
+    import mxnet as mx
+
+    return mx.context.num_gpus()
+
+
+def prepare(args: argparse.Namespace, rec, model: str) -> tuple[list[training.Run], list]:
+    """The runs that fit this machine and contexts enough for the largest
+    (training.fitting_runs: with one GPU the 1-GPU run trains, the 2-GPU one says why
+    not); then both generators seeded, so parameters and shuffling repeat."""
+    planned, ctx = training.fitting_runs(args, rec, model, devices, gpu_count)
     import mxnet as mx
     import numpy as np
 
@@ -206,3 +212,14 @@ def prepare(args: argparse.Namespace) -> tuple[list[training.Run], list]:
     # The DataLoader shuffles with numpy's generator: seeding it makes runs repeatable.
     np.random.seed(MXNET_DEFAULT_SEED)
     return planned, ctx
+
+
+def warm_up(train_iter, batch_size: int, step) -> list[list[int]]:
+    """training.warm_up with MXNet's zeros and ``nd.waitall``."""
+    from mxnet import nd
+
+    def zeros_batch(size: int, example_shape: tuple):
+        return nd.zeros((size, *example_shape)), nd.zeros((size,))
+
+    # Gluon's DataLoader keeps its dataset as _dataset
+    return training.warm_up(train_iter._dataset, batch_size, step, zeros_batch, nd.waitall)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import data
+from d2lperf import data, training
 from d2lperf.experiment import Skipped
 
 KINDS = ("gpu", "cpu")
@@ -70,21 +70,30 @@ def devices(kind: str, count: int) -> list:
     return [torch.device("cuda", i) for i in range(count)]
 
 
-def devices_for_runs(kind: str, counts: Iterable[int]) -> tuple[list, dict[int, str]]:
-    """Devices for the training runs that fit this machine, and why each other run does
-    not: a machine with one GPU trains the documents' 1-GPU run and skips only the 2-GPU
-    one. Skipped when not even the smallest run fits (no GPU at all)."""
+def gpu_count() -> int:
     import torch
 
-    counts = sorted(set(counts))
-    if kind != "gpu":
-        return devices(kind, counts[-1]), {}
-    found = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    fitting = [n for n in counts if n <= found]
-    if not fitting:
-        devices(kind, counts[0])  # raises Skipped, saying what is missing
-    missing = {n: f"needs {n} GPUs, found {found}" for n in counts if n > found}
-    return devices(kind, fitting[-1]), missing
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def prepare(args: Any, rec: Any, model: str, seed_value: int = 0) -> tuple[list, list]:
+    """The runs that fit this machine and devices enough for the largest
+    (training.fitting_runs: with one GPU the 1-GPU run trains, the 2-GPU one says why
+    not); then every generator seeded (``seed``), so parameters and shuffling repeat."""
+    planned, found = training.fitting_runs(args, rec, model, devices, gpu_count)
+    seed(seed_value)
+    return planned, found
+
+
+def warm_up(train_iter, batch_size: int, step) -> list[list[int]]:
+    """training.warm_up with torch's zeros (int64 labels, as the loader gives) and
+    ``sync``."""
+    import torch
+
+    def zeros_batch(size: int, example_shape: tuple):
+        return torch.zeros((size, *example_shape)), torch.zeros(size, dtype=torch.int64)
+
+    return training.warm_up(train_iter.dataset, batch_size, step, zeros_batch, sync)
 
 
 def names(devs: Iterable[Any]) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO, TypeVar
 
-from d2lperf import data, devices
+from d2lperf import data, devices, experiment
 from d2lperf.experiment import non_negative_int, positive_int
 from d2lperf.results import Recorder
 
@@ -38,6 +38,24 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
+
+
+# The documents' calls of train(num_gpus, batch_size, lr), and their epochs: the defaults
+# of both frameworks' scripts.
+DOCUMENT_RUNS: dict[str, dict[str, Any]] = {
+    "multi_gpu_scratch": {"devices_per_run": [1, 2], "batch_sizes": [256, 256],
+                          "learning_rates": [0.2, 0.2], "epochs": 4},
+    "multi_gpu_gluon": {"devices_per_run": [1, 2], "batch_sizes": [256, 512],
+                        "learning_rates": [0.1, 0.2], "epochs": 10},
+}
+
+
+def parser(description: str, section: str) -> argparse.ArgumentParser:
+    """A training section's command line: the common options (one sample per epoch) and
+    the training ones, defaulting to the document's values."""
+    p = experiment.parser(description, repeated=False)
+    add_arguments(p, **DOCUMENT_RUNS[section])
+    return p
 
 
 def add_arguments(
@@ -101,30 +119,53 @@ def batch_sizes(examples: int, batch_size: int) -> list[int]:
     return sizes + ([examples % batch_size] if examples % batch_size else [])
 
 
-def warm_up(train_iter, batch_size: int, step: Callable[[Any, Any], None]) -> list[list[int]]:
+def warm_up(dataset, batch_size: int, step: Callable[[Any, Any], None],
+            zeros_batch: Callable[[int, tuple], tuple], sync: Callable[[], object]
+            ) -> list[list[int]]:
     """``step(X, y)`` once for every input shape an epoch will feed, before the first
     timed epoch, so that work done on a shape's first use stays out of the timings:
     cuDNN tunes its convolution algorithms per shape (MXNET_CUDNN_AUTOTUNE_DEFAULT),
-    MKLDNN builds its primitives per shape. The batches are zeros, made here: the
-    loader's order and every random generator stay where they were. ``step`` must
-    leave the parameters as they were (forward and backward, no update).
-    Returns the input shapes warmed."""
-    from mxnet import nd
-
-    dataset = train_iter._dataset  # DataLoader keeps it; indexing draws no random number
-    example_shape = dataset[0][0].shape
+    MKLDNN/oneDNN build their primitives per shape, CUDA loads kernels on first use.
+    The batches are zeros, ``zeros_batch(size, example_shape)`` (each framework's
+    ``warm_up`` passes its own): the loader's order and every random generator stay
+    where they were. ``step`` must leave the parameters as they were (forward and
+    backward, no update). Returns the input shapes warmed."""
+    example_shape = tuple(dataset[0][0].shape)  # indexing draws no random number
     warmed = []
     for size in batch_sizes(len(dataset), batch_size):
-        X, y = nd.zeros((size, *example_shape)), nd.zeros((size,))
+        X, y = zeros_batch(size, example_shape)
         step(X, y)
-        warmed.append(list(X.shape))
-    nd.waitall()
+        warmed.append([size, *example_shape])
+    sync()
     return warmed
 
 
 def _usage_error(message: str) -> None:
     print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def fitting_runs(args: argparse.Namespace, rec: Recorder, model: str,
+                 make_devices: Callable[[str, int], list], gpu_count: Callable[[], int]
+                 ) -> tuple[list[Run], list]:
+    """The runs that fit this machine, and devices enough for the largest of them: a
+    machine with one GPU trains the documents' 1-GPU run and skips only the 2-GPU one,
+    saying why (printed, and under ``runs_not_run`` in the run record). Skipped when not
+    even the smallest run fits: ``make_devices`` (each framework's ``devices``) says
+    what is missing."""
+    planned = runs(args)
+    counts = sorted({run.devices for run in planned})
+    found = gpu_count() if args.on == "gpu" else counts[-1]
+    missing = {n: f"needs {n} GPUs, found {found}" for n in counts if n > found}
+    fitting = [n for n in counts if n not in missing]
+    found_devices = make_devices(args.on, fitting[-1] if fitting else counts[0])
+    for run in planned:
+        if run.devices in missing:
+            rec.notes.setdefault("runs_not_run", {})[
+                case_name(model, run.devices)] = missing[run.devices]
+            print(f"{model} on {run.devices} devices: not run, {missing[run.devices]}",
+                  flush=True)
+    return [run for run in planned if run.devices not in missing], found_devices
 
 
 def case_name(model: str, num_devices: int) -> str:

@@ -116,7 +116,7 @@ def demos(rec: Recorder, net, ctx) -> None:
 
 def warm_up(net, train_iter, batch_size: int, ctx, loss) -> list[list[int]]:
     """Forward and backward once per input shape before the timed epochs
-    (training.warm_up); no trainer step, and BatchNorm's running statistics, which a
+    (d2l.warm_up); no trainer step, and BatchNorm's running statistics, which a
     forward pass in training mode moves, are put back, so training is unchanged."""
     from mxnet import autograd
     from mxnet.gluon import utils as gutils
@@ -135,7 +135,7 @@ def warm_up(net, train_iter, batch_size: int, ctx, loss) -> list[list[int]]:
         for l in ls:  # noqa: E741 (the document's name)
             l.backward()
 
-    warmed = training.warm_up(train_iter, batch_size, untimed_batch)
+    warmed = d2l.warm_up(train_iter, batch_size, untimed_batch)
     for name, p in running.items():
         for data, copy in zip(p.list_data(), saved[name]):
             copy.copyto(data)
@@ -181,7 +181,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs, ctx = d2l.prepare(args)
+    runs, ctx = d2l.prepare(args, rec, "resnet18")
     net = resnet18(10)
     if len(ctx) >= 2:
         demos(rec, net, ctx)
@@ -192,10 +192,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], repeated=False)
-    training.add_arguments(p, devices_per_run=[1, 2], batch_sizes=[256, 512],
-                           learning_rates=[0.1, 0.2], epochs=10)
-    return p
+    return training.parser(__doc__.splitlines()[0], "multi_gpu_gluon")
 
 
 if __name__ == "__main__":

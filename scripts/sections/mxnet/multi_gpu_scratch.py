@@ -149,7 +149,7 @@ def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
         for l in ls:  # noqa: E741 (the document's name)
             l.backward()
 
-    warmed = training.warm_up(train_iter, batch_size, untimed_batch)
+    warmed = d2l.warm_up(train_iter, batch_size, untimed_batch)
     rec.notes.setdefault("warmed_input_shapes", {})[case] = warmed
     for epoch in range(1, args.epochs + 1):
         # One running sum per device, so that adding to it moves nothing between devices.
@@ -172,7 +172,7 @@ def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs, ctx = d2l.prepare(args)
+    runs, ctx = d2l.prepare(args, rec, "lenet")
     if len(ctx) > 1:
         d2l.check_two_cpu_queues(args.on, args.threads)  # lenet's nd.dot would hang
     params = init_params()
@@ -185,10 +185,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], repeated=False)
-    training.add_arguments(p, devices_per_run=[1, 2], batch_sizes=[256, 256],
-                           learning_rates=[0.2, 0.2], epochs=4)
-    return p
+    return training.parser(__doc__.splitlines()[0], "multi_gpu_scratch")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ a random batch split over them (replicas of one net, in eval mode, as Gluon's
 first layer's weights are the same on both. Gluon's 'not initialized on cpu(0)' has no
 PyTorch counterpart and is recorded as such.
 
+Before the first timed epoch, one untimed forward and backward pass per input shape
+(``warm_up``: zeros, no step, BatchNorm's statistics put back), as the MXNet twin does.
 As in the document, the clock stops after one synchronisation at the end of each
 epoch (the book's PyTorch loop has none; without it the last batches' GPU work would
 fall outside the epoch); test accuracy is measured after it; the mean training loss is
@@ -160,6 +162,28 @@ def demos(rec: Recorder, net, devices) -> None:
     net.train()
 
 
+def warm_up(parallel, train_iter, batch_size: int, device, loss) -> list[list[int]]:
+    """Forward and backward once per input shape before the timed epochs (d2l.warm_up):
+    no optimiser step, the gradients dropped, and BatchNorm's running statistics (and its
+    batch counters), which a forward pass in training mode moves, put back: training
+    starts where it would have."""
+    import torch
+
+    saved = {name: b.detach().clone() for name, b in parallel.module.named_buffers()}
+
+    def untimed_batch(X, y):
+        X, y = X.to(device), y.to(device)
+        loss(parallel(X), y).backward()
+
+    parallel.train()
+    warmed = d2l.warm_up(train_iter, batch_size, untimed_batch)
+    with torch.no_grad():
+        for name, b in parallel.module.named_buffers():
+            b.copy_(saved[name])
+    parallel.zero_grad(set_to_none=True)
+    return warmed
+
+
 def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int,
           lr: float) -> None:
     import torch
@@ -175,6 +199,8 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
     trainer = torch.optim.SGD(parallel.parameters(), lr)
     loss = nn.CrossEntropyLoss()
     seconds, test_acc = [], float("nan")
+    warmed = warm_up(parallel, train_iter, batch_size, devices[0], loss)
+    rec.notes.setdefault("warmed_input_shapes", {})[case] = warmed
     for epoch in range(1, args.epochs + 1):
         parallel.train()
         loss_sum, examples = torch.zeros((), device=devices[0]), 0
@@ -200,14 +226,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs = training.runs(args)
-    devices, missing = d2l.devices_for_runs(args.on, [run.devices for run in runs])
-    for run in [run for run in runs if run.devices in missing]:
-        rec.notes.setdefault("runs_not_run", {})[
-            training.case_name("resnet18", run.devices)] = missing[run.devices]
-        print(f"resnet18 on {run.devices} devices: not run, {missing[run.devices]}", flush=True)
-    runs = [run for run in runs if run.devices not in missing]
-    d2l.seed(SEED)
+    runs, devices = d2l.prepare(args, rec, "resnet18", SEED)
     net = resnet18(10)
     if len(devices) >= 2:
         demos(rec, net, devices)
@@ -218,10 +237,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], repeated=False)
-    training.add_arguments(p, devices_per_run=[1, 2], batch_sizes=[256, 512],
-                           learning_rates=[0.1, 0.2], epochs=10)
-    return p
+    return training.parser(__doc__.splitlines()[0], "multi_gpu_gluon")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ then ``train``: the functional LeNet on Fashion-MNIST, data parallel with the
 hand-written allreduce, once per --devices value (the document: 1 device, then 2,
 batch size 256, lr 0.2, 4 epochs).
 
-As in the book, every batch ends in a synchronisation (``torch.cuda.synchronize``:
+Before the first timed epoch, one untimed forward and backward pass per input shape
+(d2lperf.torch.warm_up, zeros, no update), as the MXNet twin does. As in the book, every
+batch ends in a synchronisation (``torch.cuda.synchronize``:
 d2lperf.torch.sync, a no-op on the CPU, where PyTorch runs each op to its end); each
 epoch's training time is one sample, the clock stopping after a final sync; test
 accuracy is measured after it on the first device; the mean training loss is read only
@@ -127,6 +129,17 @@ def train_batch(X, y, device_params, devices, lr, loss):
     return ls
 
 
+def untimed_batch(X, y, device_params, devices, loss) -> None:
+    """The warm-up's step: forward and backward only, then the gradients dropped, as
+    they were before (.grad is made at the first backward pass)."""
+    X_shards, y_shards = split_batch(X, y, devices)
+    for X_shard, y_shard, device_W in zip(X_shards, y_shards, device_params):
+        loss(lenet(X_shard, device_W), y_shard).sum().backward()
+    for device_W in device_params:
+        for p in device_W:
+            p.grad = None
+
+
 def values(value):
     if value is None:
         return None
@@ -172,6 +185,9 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
     case = training.case_name("lenet", len(devices))
     print("running on:", devices, flush=True)
     device_params = [get_params(params, d) for d in devices]
+    warmed = d2l.warm_up(train_iter, batch_size,
+                         lambda X, y: untimed_batch(X, y, device_params, devices, loss))
+    rec.notes.setdefault("warmed_input_shapes", {})[case] = warmed
     for epoch in range(1, args.epochs + 1):
         # One running sum per device, so that adding to it moves nothing between devices.
         loss_sums, examples = [torch.zeros((), device=d) for d in devices], 0
@@ -193,14 +209,7 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs = training.runs(args)
-    devices, missing = d2l.devices_for_runs(args.on, [run.devices for run in runs])
-    for run in [run for run in runs if run.devices in missing]:
-        rec.notes.setdefault("runs_not_run", {})[
-            training.case_name("lenet", run.devices)] = missing[run.devices]
-        print(f"lenet on {run.devices} devices: not run, {missing[run.devices]}", flush=True)
-    runs = [run for run in runs if run.devices not in missing]
-    d2l.seed(SEED)
+    runs, devices = d2l.prepare(args, rec, "lenet", SEED)
     if args.on == "cpu" and len(devices) > 1:
         rec.notes["stand_in"] = ("both devices are the one CPU: the multi-device code runs "
                                  "as a code path, the two shards one after the other")
@@ -214,10 +223,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], repeated=False)
-    training.add_arguments(p, devices_per_run=[1, 2], batch_sizes=[256, 256],
-                           learning_rates=[0.2, 0.2], epochs=4)
-    return p
+    return training.parser(__doc__.splitlines()[0], "multi_gpu_scratch")
 
 
 if __name__ == "__main__":
