@@ -79,6 +79,12 @@ def positive_fraction(text: str) -> float:
     return value
 
 
+def usage_error(message: str) -> None:
+    """End the script as argparse does on a bad option: the message on stderr, exit 2."""
+    print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def parser(description: str, *, repeated: bool = True) -> argparse.ArgumentParser:
     """The common arguments; ``repeated=False`` for sections whose samples are epochs."""
     p = argparse.ArgumentParser(description=description)

@@ -7,20 +7,32 @@ background thread samples RSS every ~1 ms everywhere, and on Linux the kernel's 
 high-water mark (VmHWM), reset when the region starts, catches what sampling misses.
 The kernel updates VmHWM from approximate per-CPU counters, so it can read a few hundred
 KB below a sampled reading; the larger of the two wins, and the result says which.
+
+Below that, what the memory section's two twins share: their command line, the fresh
+process of every (mode, repeat) run, and how the runs become samples. Each twin keeps
+only the document's loop, ``train(mode, args)``, in its framework.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import sys
+import tempfile
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import psutil
 
+from d2lperf import experiment, provenance
 from d2lperf.experiment import non_negative_int, positive_int
+from d2lperf.results import Recorder, read_json, write_json
+from d2lperf.stats import Stats
 
 MB = 1e6  # bytes; the document divided ps's RSS column (KiB) by 1e3
 KIB = 1024
@@ -114,7 +126,86 @@ class PeakRSS:
             self.result = Peak(self._before, after, sampled, "sampling", self._samples)
 
 
-# --- The command line of the memory section, shared by its MXNet and PyTorch twins ---
+# --- The memory section (seeds/000: 异步计算对内存的影响), shared by its two twins -----
+# Each twin's own part is its ``train(mode, args)``: one run of the document's loop.
+
+MODES = ("sync", "async")
+MEMORY_FIGURES = ("memory_increase", "peak_memory_increase")
+Runs = dict[str, list[dict[str, Any]]]
+
+
+def main(framework: str, description: str, body: Callable[[argparse.Namespace, Recorder], None],
+         train: Callable[[str, argparse.Namespace], dict[str, Any]],
+         add_workload: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
+    """A twin's entry point: the section (``body``, through experiment.main), or, with
+    ``--child MODE`` (``run_modes`` starts it), one run of one mode in this fresh process,
+    its figures (``train``) written to ``--result``. ``add_workload``: the workload
+    options, a twin's own added (default: ``add_workload_options``)."""
+    add_workload = add_workload or add_workload_options
+    argv = sys.argv[1:]
+    if "--child" not in argv:
+        p = experiment.parser(description, repeated=False)
+        add_workload(p)
+        add_process_options(p)
+        return experiment.main("async_memory", framework, p, body)
+    p = argparse.ArgumentParser(description="one run of one mode (used by this script itself)")
+    p.add_argument("--child", choices=MODES, required=True)
+    p.add_argument("--result", required=True, help="JSON file for the run's figures")
+    p.add_argument("--threads", type=positive_int, required=True)
+    p.add_argument("--warmup", type=non_negative_int, required=True)
+    add_workload(p)
+    args = p.parse_args(argv)
+    provenance.set_threads(args.threads)
+    write_json(args.result, train(args.child, args))
+    return 0
+
+
+def check_workload(args: argparse.Namespace) -> None:
+    if args.report_every > args.batches:
+        experiment.usage_error(f"--report-every ({args.report_every}) must not exceed "
+                               f"--batches ({args.batches}): no batch would be reported")
+
+
+def run_modes(args: argparse.Namespace, script: str, child_flags: Sequence[str] = ()) -> Runs:
+    """Every (mode, repeat) in a fresh process (``script --child MODE``), the modes
+    alternating so that a drift in the machine's load touches both alike; each run's
+    figures, by mode."""
+    runs: Runs = {mode: [] for mode in MODES}
+    with tempfile.TemporaryDirectory(prefix="async_memory.") as tmp:
+        for repeat in range(args.repeats):
+            for mode in MODES:
+                print(f"{mode}, repeat {repeat}:", flush=True)
+                result = Path(tmp) / f"{mode}-{repeat}.json"
+                subprocess.run([sys.executable, script, "--child", mode, "--result", str(result),
+                                "--threads", str(args.threads), "--warmup", str(args.warmup),
+                                *child_flags, *workload_flags(args)], check=True)
+                runs[mode].append(read_json(result))
+    return runs
+
+
+def record_runs(rec: Recorder, args: argparse.Namespace, runs: Runs,
+                figures: Sequence[str] = MEMORY_FIGURES, devices: str | None = None) -> None:
+    """Each mode's runs as samples: the elapsed time at every reported batch, the total,
+    and the memory figures; printed as they are recorded."""
+    def record(case: str, metric: str, unit: str, values: list[float]) -> None:
+        rec.samples(case, metric, unit, values, devices=devices)
+        print(f"{case}: median {Stats(values).median:.4f} {unit} over {len(values)} repeats",
+              flush=True)
+
+    for mode in MODES:
+        for k in range(args.report_every, args.batches + 1, args.report_every):
+            record(f"{mode}_batch_{k}", "time", "s",
+                   [run["batch_seconds"][str(k)] for run in runs[mode]])
+        record(f"{mode}_total", "time", "s", [run["total_seconds"] for run in runs[mode]])
+        for figure in figures:
+            record(f"{mode}_{figure}", "memory", "MB", [run[figure] for run in runs[mode]])
+    rec.notes.update(
+        process_per_run="each (mode, repeat) ran in a fresh process, modes alternating",
+        peak_memory_method={mode: [run["peak_method"] for run in runs[mode]] for mode in MODES},
+    )
+
+
+# The command line
 
 def add_workload_options(p: argparse.ArgumentParser) -> None:
     """The document's training workload: batches, batch size, how often to print."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 from d2lperf import data, devices, experiment
@@ -103,12 +102,14 @@ def runs(args: argparse.Namespace) -> list[Run]:
     """The training runs the options ask for; a usage error (exit 2) when they disagree."""
     counts = (len(args.devices), len(args.batch_sizes), len(args.learning_rates))
     if len(set(counts)) > 1:
-        _usage_error("--devices, --batch-sizes and --learning-rates need one value per run; "
-                     f"got {counts[0]}, {counts[1]} and {counts[2]} values")
+        experiment.usage_error(
+            "--devices, --batch-sizes and --learning-rates need one value per run; "
+            f"got {counts[0]}, {counts[1]} and {counts[2]} values")
     for n, batch_size in zip(args.devices, args.batch_sizes):
         if batch_size % n:
             # The documents' split_and_load assumes every device gets the same share.
-            _usage_error(f"batch size {batch_size} does not split evenly over {n} devices")
+            experiment.usage_error(
+                f"batch size {batch_size} does not split evenly over {n} devices")
     return [Run(*run) for run in zip(args.devices, args.batch_sizes, args.learning_rates)]
 
 
@@ -138,11 +139,6 @@ def warm_up(dataset, batch_size: int, step: Callable[[Any, Any], None],
         warmed.append([size, *example_shape])
     sync()
     return warmed
-
-
-def _usage_error(message: str) -> None:
-    print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def fitting_runs(args: argparse.Namespace, rec: Recorder, model: str,

@@ -15,19 +15,15 @@ the same thread count and hands its figures back in a JSON file.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import experiment, memory, provenance, timing
-from d2lperf.results import Recorder, read_json, write_json
-from d2lperf.stats import Stats
+from d2lperf import memory, timing
+from d2lperf.results import Recorder
 
-MODES = ("sync", "async")
 # Both modes train the same initial network on the same batches.
 MXNET_DEFAULT_SEED = 0
 
@@ -98,33 +94,10 @@ def train(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def run_child(mode: str, args: argparse.Namespace, result: Path) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", mode, "--result", str(result),
-               "--threads", str(args.threads), "--warmup", str(args.warmup),
-               *memory.workload_flags(args)]
-    sys.stdout.flush()  # the child's prints go to the same log, after ours
-    subprocess.run(command, check=True)
-    return read_json(result)
-
-
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    if args.report_every > args.batches:
-        build_parser().error(f"--report-every ({args.report_every}) must not exceed "
-                             f"--batches ({args.batches}): no batch would be reported")
-    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
-    with tempfile.TemporaryDirectory(prefix="async_memory.") as tmp:
-        # Modes alternate so that a drift in the machine's load touches both alike.
-        for repeat in range(args.repeats):
-            for mode in MODES:
-                print(f"{mode}, repeat {repeat}:", flush=True)
-                runs[mode].append(run_child(mode, args, Path(tmp) / f"{mode}-{repeat}.json"))
-    for mode in MODES:
-        for k in range(args.report_every, args.batches + 1, args.report_every):
-            record(rec, f"{mode}_batch_{k}", "time", "s",
-                   [run["batch_seconds"][str(k)] for run in runs[mode]])
-        record(rec, f"{mode}_total", "time", "s", [run["total_seconds"] for run in runs[mode]])
-        for figure in ("memory_increase", "peak_memory_increase"):
-            record(rec, f"{mode}_{figure}", "memory", "MB", [run[figure] for run in runs[mode]])
+    memory.check_workload(args)
+    runs = memory.run_modes(args, __file__)
+    memory.record_runs(rec, args, runs)
     rec.notes.update(
         batch_times=("elapsed seconds since the loop started, read without synchronising, as the "
                      "document prints them: for `async` the time to queue the batches, on purpose; "
@@ -132,39 +105,9 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
         memory=("RSS after nd.waitall() (memory_increase), and its peak during the loop "
                 "(peak_memory_increase), minus RSS before the loop; MB = 1e6 bytes (the "
                 "document's ps KiB / 1e3 is 1.024e6 bytes)"),
-        process_per_run="each (mode, repeat) ran in a fresh process, modes alternating",
-        peak_memory_method={mode: [run["peak_method"] for run in runs[mode]] for mode in MODES},
     )
     import mxnet  # noqa: F401  (only so that the run record carries MXNet's build)
 
 
-def record(rec: Recorder, case: str, metric: str, unit: str, values: list[float]) -> None:
-    rec.samples(case, metric, unit, values)
-    print(f"{case}: median {Stats(values).median:.4f} {unit} over {len(values)} repeats",
-          flush=True)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], repeated=False)
-    memory.add_workload_options(p)
-    memory.add_process_options(p)
-    return p
-
-
-def child_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description="one run of one mode (used by this script itself)")
-    p.add_argument("--child", choices=MODES, required=True)
-    p.add_argument("--result", required=True, help="JSON file for the run's figures")
-    p.add_argument("--threads", type=experiment.positive_int, required=True)
-    p.add_argument("--warmup", type=experiment.non_negative_int, required=True)
-    memory.add_workload_options(p)
-    args = p.parse_args(argv)
-    provenance.set_threads(args.threads)
-    write_json(args.result, train(args.child, args))
-    return 0
-
-
 if __name__ == "__main__":
-    if "--child" in sys.argv[1:]:
-        sys.exit(child_main(sys.argv[1:]))
-    sys.exit(experiment.main("async_memory", "mxnet", build_parser(), body))
+    sys.exit(memory.main("mxnet", __doc__.splitlines()[0], body, train))

@@ -28,17 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
 import argparse
-import subprocess
-import tempfile
 from typing import Any
 
 from d2lperf import devices as device_options
-from d2lperf import experiment, memory, provenance, timing
+from d2lperf import memory, timing
 from d2lperf import torch as d2l
-from d2lperf.results import Recorder, read_json, write_json
-from d2lperf.stats import Stats
+from d2lperf.results import Recorder
 
-MODES = ("sync", "async")
 SEED = 0  # both modes train the same initial network on the same batches
 
 
@@ -117,46 +113,19 @@ def train(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
-def run_child(mode: str, args: argparse.Namespace, result: Path) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", mode, "--result", str(result),
-               "--threads", str(args.threads), "--warmup", str(args.warmup),
-               "--on", args.on, *memory.workload_flags(args)]
-    sys.stdout.flush()  # the child's prints go to the same log, after ours
-    subprocess.run(command, check=True)
-    return read_json(result)
-
-
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    if args.report_every > args.batches:
-        build_parser().error(f"--report-every ({args.report_every}) must not exceed "
-                             f"--batches ({args.batches}): no batch would be reported")
+    memory.check_workload(args)
     where = d2l.names(d2l.devices(args.on, 1))  # Skipped here, before any child runs
-    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
-    with tempfile.TemporaryDirectory(prefix="async_memory.") as tmp:
-        # Modes alternate so that a drift in the machine's load touches both alike.
-        for repeat in range(args.repeats):
-            for mode in MODES:
-                print(f"{mode}, repeat {repeat}:", flush=True)
-                runs[mode].append(run_child(mode, args, Path(tmp) / f"{mode}-{repeat}.json"))
-    figures = ["memory_increase", "peak_memory_increase"]
-    if "gpu_max_memory_allocated" in runs[MODES[0]][0]:
+    runs = memory.run_modes(args, __file__, ["--on", args.on])
+    figures = list(memory.MEMORY_FIGURES)
+    if "gpu_max_memory_allocated" in runs[memory.MODES[0]][0]:
         figures.append("gpu_max_memory_allocated")
-    for mode in MODES:
-        for k in range(args.report_every, args.batches + 1, args.report_every):
-            record(rec, f"{mode}_batch_{k}", "time", "s",
-                   [run["batch_seconds"][str(k)] for run in runs[mode]], where)
-        record(rec, f"{mode}_total", "time", "s", [run["total_seconds"] for run in runs[mode]],
-               where)
-        for figure in figures:
-            record(rec, f"{mode}_{figure}", "memory", "MB", [run[figure] for run in runs[mode]],
-                   where)
+    memory.record_runs(rec, args, runs, figures, where)
     rec.notes.update(
         batch_times=("elapsed seconds since the loop started, read without synchronising, as the "
                      "document prints them; {mode}_total ends when the final sync returns"),
         memory=("RSS after the final sync (memory_increase), and its peak during the loop "
                 "(peak_memory_increase), minus RSS before the loop; MB = 1e6 bytes"),
-        process_per_run="each (mode, repeat) ran in a fresh process, modes alternating",
-        peak_memory_method={mode: [run["peak_method"] for run in runs[mode]] for mode in MODES},
     )
     if "gpu_max_memory_allocated" in figures:
         rec.notes["gpu_max_memory_allocated"] = (
@@ -165,39 +134,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
     import torch  # noqa: F401  (only so that the run record carries torch's build)
 
 
-def record(rec: Recorder, case: str, metric: str, unit: str, values: list[float],
-           where: str) -> None:
-    rec.samples(case, metric, unit, values, devices=where)
-    print(f"{case}: median {Stats(values).median:.4f} {unit} over {len(values)} repeats",
-          flush=True)
-
-
 def add_workload_options(p: argparse.ArgumentParser) -> None:
     memory.add_workload_options(p)
     device_options.add_argument(p, default="cpu")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], repeated=False)
-    add_workload_options(p)
-    memory.add_process_options(p)
-    return p
-
-
-def child_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description="one run of one mode (used by this script itself)")
-    p.add_argument("--child", choices=MODES, required=True)
-    p.add_argument("--result", required=True, help="JSON file for the run's figures")
-    p.add_argument("--threads", type=experiment.positive_int, required=True)
-    p.add_argument("--warmup", type=experiment.non_negative_int, required=True)
-    add_workload_options(p)
-    args = p.parse_args(argv)
-    provenance.set_threads(args.threads)
-    write_json(args.result, train(args.child, args))
-    return 0
-
-
 if __name__ == "__main__":
-    if "--child" in sys.argv[1:]:
-        sys.exit(child_main(sys.argv[1:]))
-    sys.exit(experiment.main("async_memory", "pytorch", build_parser(), body))
+    sys.exit(memory.main("pytorch", __doc__.splitlines()[0], body, train, add_workload_options))
