@@ -149,11 +149,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0])
-    p.add_argument("--size", type=experiment.positive_int, default=2000,
-                   help="side of the square matrices (document: 2000)")
-    p.add_argument("--loop-iterations", type=experiment.positive_int, default=1000,
-                   help="x + 1 operations per timed loop (document: 1000)")
+    p = experiment.parser(__doc__.splitlines()[0], section="async_computation")
     return p
 
 

@@ -160,9 +160,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0])
-    p.add_argument("--forward-passes", type=experiment.positive_int, default=1000,
-                   help="MLP forward passes per timed sample (document: 1000)")
+    p = experiment.parser(__doc__.splitlines()[0], section="hybridize")
     p.add_argument("--export-dir", required=True, help="folder for the exported my_mlp files")
     return p
 

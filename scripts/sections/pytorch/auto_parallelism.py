@@ -184,13 +184,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0])
-    p.add_argument("--cpu-size", type=experiment.positive_int, default=2000,
-                   help="x_cpu is cpu-size x cpu-size (document: 2000)")
-    p.add_argument("--gpu-size", type=experiment.positive_int, default=6000,
-                   help="x_gpu is gpu-size x gpu-size (document: 6000)")
-    p.add_argument("--dots", type=experiment.positive_int, default=10,
-                   help="x.mm(x) products per run(x) (document: 10)")
+    p = experiment.parser(__doc__.splitlines()[0], section="auto_parallelism")
     p.add_argument("--pair-size", type=experiment.positive_int, default=4000,
                    help="matrix side of the two-GPU variant (d2l's PyTorch edition: 4000)")
     p.add_argument("--pair-dots", type=experiment.positive_int, default=50,

@@ -255,9 +255,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0])
-    p.add_argument("--forward-passes", type=experiment.positive_int, default=1000,
-                   help="MLP forward passes per timed sample (document: 1000)")
+    p = experiment.parser(__doc__.splitlines()[0], section="hybridize")
     p.add_argument("--export-dir", required=True, help="folder for the saved my_mlp files")
     p.add_argument("--compile-runs", type=experiment.positive_int, default=2,
                    help="cold and warm torch.compile timings, each in a fresh process "

@@ -75,9 +75,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0])
-    p.add_argument("--size", type=experiment.positive_int, default=2000,
-                   help="X and Y are size x size (document: 2000)")
+    p = experiment.parser(__doc__.splitlines()[0], section="small_ops_parallel")
     device_options.add_argument(p, default="cpu")
     return p
 
