@@ -63,7 +63,7 @@ def devices(kind: str, count: int) -> list:
         return [torch.device("cpu")] * count
     if kind != "gpu":
         raise ValueError(f"unknown device kind {kind!r}; allowed: {', '.join(KINDS)}")
-    found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    found = gpu_count()
     if found < count:
         plural = "s" if count > 1 else ""
         raise Skipped(f"needs {count} GPU{plural}, found {found}")
@@ -71,6 +71,7 @@ def devices(kind: str, count: int) -> list:
 
 
 def gpu_count() -> int:
+    """The GPUs torch sees; 0 without CUDA (device_count is not asked then)."""
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0

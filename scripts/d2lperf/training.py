@@ -151,8 +151,10 @@ def fitting_runs(args: argparse.Namespace, rec: Recorder, model: str,
     what is missing."""
     planned = runs(args)
     counts = sorted({run.devices for run in planned})
-    found = gpu_count() if args.on == "gpu" else counts[-1]
-    missing = {n: f"needs {n} GPUs, found {found}" for n in counts if n > found}
+    missing = {}
+    if args.on == "gpu":  # without GPUs every run fits: the CPU stands in for each device
+        found = gpu_count()
+        missing = {n: f"needs {n} GPUs, found {found}" for n in counts if n > found}
     fitting = [n for n in counts if n not in missing]
     found_devices = make_devices(args.on, fitting[-1] if fitting else counts[0])
     for run in planned:
@@ -162,6 +164,15 @@ def fitting_runs(args: argparse.Namespace, rec: Recorder, model: str,
             print(f"{model} on {run.devices} devices: not run, {missing[run.devices]}",
                   flush=True)
     return [run for run in planned if run.devices not in missing], found_devices
+
+
+def demos_on_two(rec: Recorder, found_devices: list, show: Callable[[list], None]) -> None:
+    """The documents' demos before training (copies, allreduce, split), which need two
+    devices: ``show(found_devices)``, or a note saying why they did not run."""
+    if len(found_devices) >= 2:
+        show(found_devices)
+    else:
+        rec.notes["demos"] = "not run: they need two devices and no run asked for two"
 
 
 def case_name(model: str, num_devices: int) -> str:

@@ -183,10 +183,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
 def body(args: argparse.Namespace, rec: Recorder) -> None:
     runs, ctx = d2l.prepare(args, rec, "resnet18")
     net = resnet18(10)
-    if len(ctx) >= 2:
-        demos(rec, net, ctx)
-    else:
-        rec.notes["demos"] = "not run: they need two devices and no run asked for two"
+    training.demos_on_two(rec, ctx, lambda found: demos(rec, net, found))
     for run in runs:
         train(args, rec, net, ctx[:run.devices], run.batch_size, run.lr)
 

@@ -176,10 +176,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
     if len(ctx) > 1:
         d2l.check_two_cpu_queues(args.on, args.threads)  # lenet's nd.dot would hang
     params = init_params()
-    if len(ctx) >= 2:
-        demos(rec, params, ctx)
-    else:
-        rec.notes["demos"] = "not run: they need two devices and no run asked for two"
+    training.demos_on_two(rec, ctx, lambda found: demos(rec, params, found))
     for run in runs:
         train(args, rec, params, ctx[:run.devices], run.batch_size, run.lr)
 

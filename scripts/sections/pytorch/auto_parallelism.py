@@ -176,10 +176,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
             "other, so nothing overlaps; copies are plain CPU copies")
     cpu_and_gpu_parallel(args, rec, x_cpu, x_gpu)
     compute_and_communication_parallel(args, rec, x_gpu)
-    if d2l.is_cuda(gpu) and torch.cuda.device_count() >= 2:
+    found = d2l.gpu_count()
+    if d2l.is_cuda(gpu) and found >= 2:
         two_gpus(args, rec)
     else:
-        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
         rec.notes["two_gpus"] = f"not run: the book's two-GPU variant needs 2 GPUs, found {found}"
 
 

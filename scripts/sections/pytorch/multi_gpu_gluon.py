@@ -228,10 +228,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
 def body(args: argparse.Namespace, rec: Recorder) -> None:
     runs, devices = d2l.prepare(args, rec, "resnet18", SEED)
     net = resnet18(10)
-    if len(devices) >= 2:
-        demos(rec, net, devices)
-    else:
-        rec.notes["demos"] = "not run: they need two devices and no run asked for two"
+    training.demos_on_two(rec, devices, lambda found: demos(rec, net, found))
     for run in runs:
         train(args, rec, net, devices[:run.devices], run.batch_size, run.lr)
 

@@ -214,10 +214,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
         rec.notes["stand_in"] = ("both devices are the one CPU: the multi-device code runs "
                                  "as a code path, the two shards one after the other")
     params = init_params()
-    if len(devices) >= 2:
-        demos(rec, params, devices)
-    else:
-        rec.notes["demos"] = "not run: they need two devices and no run asked for two"
+    training.demos_on_two(rec, devices, lambda found: demos(rec, params, found))
     for run in runs:
         train(args, rec, params, devices[:run.devices], run.batch_size, run.lr)
 
