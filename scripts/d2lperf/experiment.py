@@ -22,13 +22,12 @@ import csv
 import ctypes
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import provenance, steadiness
+from d2lperf import children, hostlock, provenance, steadiness
 from d2lperf.results import COLUMNS, Recorder, read_json, write_csv, write_json
 
 
@@ -191,6 +190,8 @@ def main(
     args = arg_parser.parse_args(argv)
     provenance.set_threads(args.threads)
     child = getattr(args, "process", None) is not None
+    # one timing at a time on this host, whatever run it is for (children: under the parent's)
+    lock = None if child else hostlock.acquire(experiment)
     before = None if child else steadiness.snapshot(args.probe_seconds)
     if getattr(args, "processes", 1) > 1 and not child:
         record, rows = _run_processes(experiment, args, argv)
@@ -200,6 +201,7 @@ def main(
         record, rows = _run_body(experiment, framework, args, body)
     if before is not None:
         record["steadiness"] = steadiness.summary(before, steadiness.snapshot(args.probe_seconds))
+    hostlock.release(lock)
     write_csv(args.csv, rows)
     write_json(args.sidecar, record)
     return 0
@@ -256,14 +258,14 @@ def _run_processes(experiment: str, args: argparse.Namespace,
     ends the section non-zero: the rule records the failure. A process that skips
     (or refuses) ends the section there, skipped: no other process is started."""
     records, rows = [], []
-    with tempfile.TemporaryDirectory(prefix=f"{experiment}-processes-") as tmp:
+    with children.temporary_folder(f"{experiment}-processes-") as tmp:
         for index in range(args.processes):
             csv_path, sidecar = Path(tmp) / f"{index}.csv", Path(tmp) / f"{index}.json"
             print(f"{experiment}: process {index + 1} of {args.processes}", flush=True)
             # argparse keeps the last of a repeated option: these replace the outputs.
             command = [sys.executable, sys.argv[0], *argv, "--process", str(index),
                        "--csv", str(csv_path), "--sidecar", str(sidecar)]
-            done = subprocess.run(command, check=False)
+            done = subprocess.run(command, check=False, preexec_fn=children.die_with_parent)
             if done.returncode != 0:
                 raise SystemExit(f"{experiment}: process {index} of {args.processes} "
                                  f"failed with exit code {done.returncode}")

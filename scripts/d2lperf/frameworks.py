@@ -9,6 +9,9 @@ framework or one too old gives a message naming the key and how to fix it.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -18,8 +21,8 @@ from d2lperf.torch import version_problem as torch_version_problem
 FRAMEWORKS = ("mxnet", "pytorch")
 # framework: (config key of its interpreter, module to import, how `make` builds it)
 INTERPRETERS = {
-    "mxnet": ("experiment_python", "mxnet", "`make envs` builds .venv-mxnet"),
-    "pytorch": ("torch_python", "torch", "`make envs` builds .venv-torch"),
+    "mxnet": ("experiment_python", "mxnet", "`make envs` (it builds .venv-mxnet)"),
+    "pytorch": ("torch_python", "torch", "`make envs` (it builds .venv-torch)"),
 }
 TIMEOUT = 120  # seconds: importing torch from a cold disk takes a while
 
@@ -40,6 +43,22 @@ except importlib.metadata.PackageNotFoundError:
 """
 
 
+def _run_bounded(command: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """``command``'s output, or TimeoutExpired once every process it started is killed: it
+    runs in a session of its own, killed whole (an interpreter that is a wrapper script
+    starts a grandchild, which would otherwise live on, holding the pipes open)."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
 def problem(framework: str, python: str | Path, *, timeout: float = TIMEOUT) -> str | None:
     """Why ``python`` cannot run this framework's sections, or None when it can."""
     key, module, build = INTERPRETERS[framework]
@@ -48,8 +67,7 @@ def problem(framework: str, python: str | Path, *, timeout: float = TIMEOUT) -> 
     if not Path(python).exists() and "/" in str(python):
         return f"config key {key} = {str(python)!r}: no such file; {fix}"
     try:
-        done = subprocess.run([str(python), "-c", VERSION_PROGRAM, module, module],
-                              capture_output=True, text=True, timeout=timeout)
+        done = _run_bounded([str(python), "-c", VERSION_PROGRAM, module, module], timeout)
     except OSError as error:
         return f"config key {key} = {str(python)!r}: cannot run it ({error.strerror}); {fix}"
     except subprocess.TimeoutExpired:
