@@ -9,6 +9,7 @@ and a plot of the speed-ups.
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
 
@@ -18,9 +19,39 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from d2lperf.tables import TableError, check_summary_rows, summary_schema  # noqa: E402
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "workflow/schemas"
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "d2l-perf"})
 CASE = ["framework", "experiment", "case", "metric", "epoch"]
 COMPARED_METRICS = ("time", "memory", "rate")
+
+
+def usable(path: Path, validator) -> str | None:
+    """Why a machine's summary.csv cannot be compared (unreadable, or figures that mean
+    nothing: d2lperf.tables.check_summary_rows), or None. One machine's bad table is
+    skipped, named in the log, and never stops the comparison of the others."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        check_summary_rows(rows, str(path), validator)
+        for column in ("experiment", "case", "metric", "median", "ci_low", "ci_high"):
+            if rows and column not in rows[0]:
+                return f"{path}: missing column {column}"
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        return f"{path}: not a readable CSV ({error})"
+    except TableError as error:
+        return str(error)
+    return None
+
+
+def readable_verdicts(path: Path) -> str | None:
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError) as error:
+        return f"{path}: not a readable CSV ({error})"
+    missing = [c for c in ("name", "claim", "verdict") if c not in frame]
+    return f"{path}: missing column {missing[0]}" if missing else None
 
 
 def load(summaries: list[Path]) -> pd.DataFrame:
@@ -69,8 +100,10 @@ def plot(table: pd.DataFrame, baseline: str, out: Path) -> None:
     else:
         labels = [f"{r.experiment}/{r.case} ({r.machine})" for r in others.itertuples()]
         y = range(len(others))
-        ax.barh(y, others["speedup"], xerr=[others["speedup"] - others["speedup_low"],
-                                             others["speedup_high"] - others["speedup"]],
+        # an interval that does not hold its speed-up draws no bar past it (never negative)
+        ax.barh(y, others["speedup"],
+                xerr=[(others["speedup"] - others["speedup_low"]).clip(lower=0).fillna(0),
+                      (others["speedup_high"] - others["speedup"]).clip(lower=0).fillna(0)],
                 color="#1f77b4", capsize=2)
         ax.axvline(1.0, color="black", lw=0.8)
         ax.set_xscale("log")
@@ -94,10 +127,21 @@ def main() -> int:
     machines = [s.parent.name for s in args.summaries]
     if args.baseline not in machines:
         p.error(f"baseline {args.baseline!r} is not among the machines: {', '.join(machines)}")
-    table = speedups(load(args.summaries), args.baseline)
+    validator = summary_schema(SCHEMAS)
+    kept = []
+    for summary, verdicts_path in zip(args.summaries, args.verdicts):
+        why = usable(summary, validator) or readable_verdicts(verdicts_path)
+        baseline = summary.parent.name == args.baseline  # the speed-ups need it
+        if why is None or baseline:
+            kept.append((summary, verdicts_path))
+        if why is not None:
+            what = "compared all the same, as the baseline" if baseline else "skipped"
+            print(f"machine {summary.parent.name} {what}: {why}", file=sys.stderr)
+    table = speedups(load([s for s, _ in kept]), args.baseline)
     table.to_csv(args.table, index=False)
-    verdicts = pd.concat([pd.read_csv(v).assign(machine=v.parent.name) for v in args.verdicts])
+    verdicts = pd.concat([pd.read_csv(v).assign(machine=v.parent.name) for _, v in kept])
     verdicts["framework"] = verdicts.get("framework", pd.Series(dtype=str)).fillna("mxnet")
+    verdicts = verdicts.drop_duplicates(subset=["framework", "name", "claim", "machine"])
     verdicts.pivot(index=["framework", "name", "claim"], columns="machine",
                    values="verdict").reset_index().to_csv(args.verdicts_table, index=False)
     args.plot.parent.mkdir(parents=True, exist_ok=True)

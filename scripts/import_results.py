@@ -13,6 +13,10 @@ overwritten by Snakemake: a run whose machine id is an imported one is refused.
 
 imports the archives the repository keeps (a GPU check's), each under its file name,
 once: `make report` runs it before the pipeline, so every report compares against them.
+A bad kept archive is refused with its name and the reason (on stderr and in
+results/kept-archives.json, which the report shows) and the others go on: this exits 0,
+so that nothing the repository keeps stops the user's own run. One named after this
+machine's own id is imported as <id>--kept instead, leaving that id to the local run.
 """
 
 from __future__ import annotations
@@ -24,12 +28,24 @@ import time
 from pathlib import Path
 
 from d2lperf.archive import ArchiveError, import_archive, import_kept
+from d2lperf.machine import MachineIdError, check_machine_id, machine_id
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _exit_on(signum, frame):
     raise SystemExit(128 + signum)  # unwinds, so the staging folder is removed
+
+
+def local_ids(given: list[str]) -> tuple[str, ...]:
+    """The ids this machine's own runs write under (and their system-BLAS variants)."""
+    ids = given or []
+    if not ids:
+        try:
+            ids = [check_machine_id(machine_id())]
+        except MachineIdError:
+            ids = []
+    return tuple(i for base in ids for i in (base, f"{base}--system-blas"))
 
 
 def main() -> int:
@@ -42,6 +58,9 @@ def main() -> int:
     p.add_argument("--kept", type=Path, metavar="FOLDER",
                    help="import the archives kept in FOLDER (report/machines), each under its "
                         "file name, unless already imported")
+    p.add_argument("--local-id", action="append", default=[], metavar="ID",
+                   help="a machine id of this machine's own runs, never taken by a kept "
+                        "archive (default: the id derived from this hardware)")
     p.add_argument("--results", type=Path, default=REPO / "results")
     p.add_argument("--schema", type=Path, default=REPO / "workflow/schemas/samples.schema.yaml")
     args = p.parse_args()
@@ -50,12 +69,10 @@ def main() -> int:
     if bool(args.kept) == bool(args.archives):
         p.error("name archives to import, or --kept FOLDER (not both)")
     if args.kept:
-        try:
-            for name, what in import_kept(args.kept, args.results, args.schema):
-                print(f"{args.kept / name}: {what}")
-        except ArchiveError as error:
-            print(f"refused: {error}", file=sys.stderr)
-            return 1
+        for name, what in import_kept(args.kept, args.results, args.schema,
+                                      local_ids(args.local_id)):
+            print(f"{args.kept / name}: {what}",
+                  file=sys.stderr if what.startswith("refused") else sys.stdout)
         return 0
     failed = 0
     for path in args.archives:

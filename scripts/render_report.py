@@ -29,6 +29,7 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from d2lperf import provenance
+from d2lperf.archive import kept_refusals
 from d2lperf.labels import Labels
 from d2lperf.results import read_json, section_folder
 
@@ -270,7 +271,7 @@ def not_run_words(run: Row | None) -> str:
     if run is None:
         return "did not run"
     if run.get("status") == "failed":
-        return "the section failed (its log is in the section)"
+        return "its log is in the section"
     if run.get("status") in ("skipped", "refused"):
         return f"{run['status']}: {run.get('reason')}"
     return ""
@@ -296,9 +297,13 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
             row["document"] = accuracy_words(meta, None, summary)
         elif meta["form"] == "outputs":
             effect = str(v.get("evidence") or "")
+        shown = v["verdict"]
         if not effect and v["verdict"] == "not applicable":
-            effect = not_run_words(runs.get((framework, v["section"])))
-        row["by"][framework] = {"verdict": v["verdict"], "effect": effect,
+            run = runs.get((framework, v["section"]))
+            effect = not_run_words(run)
+            # a section that failed is no claim that does not apply: say what happened
+            shown = "failed" if run and run.get("status") == "failed" else shown
+        row["by"][framework] = {"verdict": shown, "effect": effect,
                                 "evidence": evidence_words(v, case_words)}
         found = document_ratio(meta, summary) if meta["form"] != "accuracy" else None
         if found is not None:
@@ -806,6 +811,7 @@ def render(args: argparse.Namespace) -> str:
                "job": jobs_key(s["experiment"], r["framework"]), "code": code_text(r["run"])}
               for s in sections for r in s["runs"] if r["run"]],
         comparison=comparison(args, claims_table),
+        kept_refused=kept_refusals(args.kept) if getattr(args, "kept", None) else [],
         unlabelled=unlabelled,
     )
 
@@ -842,6 +848,8 @@ def main() -> int:
     p.add_argument("--comparison", type=Path, help="comparison.csv (other machines present)")
     p.add_argument("--comparison-verdicts", type=Path, help="verdicts_by_machine.csv")
     p.add_argument("--comparison-plot", type=Path, help="plots/comparison.svg")
+    p.add_argument("--kept", type=Path,
+                   help="results/kept-archives.json: the kept archives refused are listed")
     p.add_argument("--template", required=True, type=Path)
     p.add_argument("--preset", required=True)
     p.add_argument("--out", required=True, type=Path)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from d2lperf import claims, workloads
 from d2lperf.experiment import positive_fraction
-from d2lperf.results import read_json
+from d2lperf.results import RecordError, read_run
 from d2lperf.tables import (
     KEY,
     TableError,
@@ -39,7 +39,7 @@ def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
     runs: Runs = {}
     frames = []
     for sidecar in sidecars:
-        run = read_json(sidecar)
+        run = read_run(sidecar, schema.parent)
         runs.setdefault(run.get("framework", DEFAULT_FRAMEWORK), {})[run["experiment"]] = run
         frames.append(load_samples(sidecar.with_name("samples.csv"), schema))
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -186,7 +186,7 @@ def main() -> int:
     try:
         reference = load_reference(args.reference)
         runs, samples = load_runs(args.runs, args.schema)
-    except TableError as error:
+    except (TableError, RecordError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     summary = summary_table(runs, samples, reference)

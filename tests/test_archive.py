@@ -3,6 +3,7 @@
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -201,19 +202,144 @@ def test_a_kept_archive_never_replaces_what_it_did_not_import(tmp_path, present)
         import_archive(build(tmp_path / "mine"), results_root, SCHEMA, "box-2026-12-01")
     kept(tmp_path, "box-2026-12-01")
     before = snapshot(results_root)
-    with pytest.raises(ArchiveError, match="report/machines/box-2026-12-01.tar.gz.*"
-                                           "results/box-2026-12-01 holds"):
-        import_kept(tmp_path / "report/machines", results_root, SCHEMA)
-    assert snapshot(results_root) == before
+    done = import_kept(tmp_path / "report/machines", results_root, SCHEMA)
+    assert done[0][0] == "box-2026-12-01.tar.gz"
+    assert done[0][1].startswith("refused: results/box-2026-12-01 holds")
+    assert {k: v for k, v in snapshot(results_root).items()
+            if k != archive.KEPT_RECORD} == before
 
 
 @pytest.mark.parametrize("stem", ["$(touch pwned)", ".hidden", "x" * 130])
 def test_a_kept_archive_whose_name_is_no_machine_id_is_refused(tmp_path, stem):
     kept(tmp_path, stem)
-    with pytest.raises(ArchiveError, match="kept archive"):
-        import_kept(tmp_path / "report/machines", tmp_path / "results", SCHEMA)
-    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+    done = import_kept(tmp_path / "report/machines", tmp_path / "results", SCHEMA)
+    assert len(done) == 1 and done[0][1].startswith("refused: its name")
+    assert "is not a valid machine id" in done[0][1]
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == [archive.KEPT_RECORD]
     assert not (tmp_path / "pwned").exists()
+
+
+def kept_member(tmp_path, info, data=b""):
+    """A kept archive like a good one, with one crafted member more."""
+    entries = {n: d for n, d in GOOD.items()}
+    entries["box/hybridize/run.json"] = b'{"experiment": "hybridize", "status": "ok"}'
+    out = tampered(tmp_path, entries)
+    raw = tarfile.open(out, "r:gz")
+    members = [(m, raw.extractfile(m).read()) for m in raw.getmembers()]
+    raw.close()
+    with tarfile.open(out, "w:gz") as tar:
+        for member, content in members:
+            tar.addfile(member, io.BytesIO(content))
+        info.size = len(data) if info.isfile() else 0
+        tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    return out
+
+
+def link_member(kind):
+    info = tarfile.TarInfo("box/link")
+    info.type, info.linkname = kind, "box/machine.json" if kind == tarfile.LNKTYPE \
+        else "/etc/passwd"
+    return info
+
+
+def bad_kept(tmp_path, case, folder):
+    """Put one bad kept archive named ``bad-box.tar.gz`` (or as the case needs) in folder."""
+    good = build(tmp_path / "bad-source", "bad-box")
+    target = folder / "bad-box.tar.gz"
+    if case == "bad name":
+        shutil.copyfile(good, folder / "$(touch pwned) x.tar.gz")
+        return "$(touch pwned) x.tar.gz", "is not a valid machine id"
+    if case == "truncated":
+        target.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+        return target.name, "truncated or not a gzip'd tar archive"
+    if case == "symlink to a file outside":
+        target.symlink_to(good)
+        return target.name, "a symbolic link, not a regular file"
+    if case == "symlink to /dev/stdin":
+        target.symlink_to("/dev/stdin")
+        return target.name, "a symbolic link, not a regular file"
+    if case == "FIFO":
+        os.mkfifo(target)
+        return target.name, "a FIFO, not a regular file"
+    members = {
+        "'..' member": (tarfile.TarInfo("box/../../escaped"), "refusing path with '..'"),
+        "absolute member": (tarfile.TarInfo("/tmp/absolute-evil"), "refusing absolute path"),
+        "symlink member": (link_member(tarfile.SYMTYPE), "refusing link 'box/link'"),
+        "hardlink member": (link_member(tarfile.LNKTYPE), "refusing link 'box/link'"),
+    }
+    info, message = members[case]
+    made = kept_member(tmp_path / "bad-member", info, b"x")
+    shutil.copyfile(made, target)
+    return target.name, message
+
+
+BAD_KEPT = ["bad name", "truncated", "symlink to a file outside", "symlink to /dev/stdin",
+            "FIFO", "'..' member", "absolute member", "symlink member", "hardlink member"]
+
+
+@pytest.mark.parametrize("case", BAD_KEPT)
+def test_a_bad_kept_archive_is_refused_by_name_and_the_others_go_on(tmp_path, case):
+    """What `make report` runs first: it must end 0 (the user's own run goes on), name the
+    bad file and the reason, import the good kept archive beside it, and leave the refusal
+    in results/kept-archives.json for the report."""
+    good = kept(tmp_path, "box-2026-12-01")
+    (tmp_path / "bad-member").mkdir()
+    name, reason = bad_kept(tmp_path, case, good.parent)
+    done = subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), "--kept",
+         "report/machines", "--results", "results", "--local-id", "this-box"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"report/machines/{name}: refused: " in done.stderr and reason in done.stderr
+    assert (tmp_path / "results/box-2026-12-01/imported.json").exists()
+    assert archive.kept_refusals(tmp_path / "results" / archive.KEPT_RECORD) == [
+        {"archive": name, "reason": next(line for line in done.stderr.splitlines()
+                                         if name in line).split(": refused: ", 1)[1]}]
+    results = {p.name for p in (tmp_path / "results").iterdir()}
+    assert results == {"box-2026-12-01", archive.KEPT_RECORD}
+    assert not (tmp_path / "pwned").exists() and not Path("/tmp/absolute-evil").exists()
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_a_kept_archive_named_after_this_machine_never_takes_its_id(tmp_path):
+    """A GPU check kept on the machine it ran on: imported beside the local run, so that
+    the local run (whose folder results/<id> is) is never refused."""
+    kept(tmp_path, "this-box")
+    results_root = tmp_path / "results"
+    done = import_kept(tmp_path / "report/machines", results_root, SCHEMA,
+                       local_ids=("this-box",))
+    assert done == [("this-box.tar.gz", "imported as this-box--kept (its name is this "
+                     "machine's own id)")]
+    assert not (results_root / "this-box").exists()
+    assert json.loads((results_root / "this-box--kept/imported.json").read_text())["kept"]
+    assert import_kept(tmp_path / "report/machines", results_root, SCHEMA,
+                       local_ids=("this-box",))[0][1].startswith("already imported")
+
+
+def test_an_earlier_kept_import_under_this_machines_id_gives_it_back(tmp_path):
+    """Imported under the machine's own id by earlier code: moved aside to <id>--kept."""
+    kept(tmp_path, "this-box")
+    results_root = tmp_path / "results"
+    import_kept(tmp_path / "report/machines", results_root, SCHEMA)
+    assert (results_root / "this-box/imported.json").exists()
+    import_kept(tmp_path / "report/machines", results_root, SCHEMA, local_ids=("this-box",))
+    assert not (results_root / "this-box").exists()
+    assert (results_root / "this-box--kept/imported.json").exists()
+
+
+def test_the_derived_id_is_a_local_id_by_default(tmp_path):
+    from d2lperf.machine import machine_id
+
+    local = machine_id()
+    kept(tmp_path, local)
+    done = subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), "--kept",
+         "report/machines", "--results", "results"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "results" / local).exists()
+    assert (tmp_path / "results" / f"{local}--kept/imported.json").exists()
 
 
 def test_no_kept_archives_is_nothing_to_do(tmp_path):
@@ -252,6 +378,14 @@ def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_pyth
     assert imported.returncode == 0, imported.stderr
     assert "imported as" in imported.stdout
     untouched = snapshot(fresh / "results/second-box")
+    # what `make report` runs first, with a broken kept archive: refused, and the run goes on
+    (fresh / "report/machines").mkdir(parents=True, exist_ok=True)
+    (fresh / "report/machines/broken-box.tar.gz").write_bytes(first[: len(first) // 2])
+    kept_import = subprocess.run(
+        [str(WORKFLOW_PYTHON), "scripts/import_results.py", "--kept", "report/machines"],
+        cwd=fresh, capture_output=True, text=True, timeout=300)
+    assert kept_import.returncode == 0, kept_import.stderr
+    assert "report/machines/broken-box.tar.gz: refused: truncated" in kept_import.stderr
     done = snakemake(fresh, "--cores", "2", *config)
     assert done.returncode == 0, done.stderr[-3000:]
     ran = [line.split()[1].rstrip(":") for line in (done.stdout + done.stderr).splitlines()
@@ -259,5 +393,6 @@ def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_pyth
     assert "hybridize" not in ran and "compare" in ran
     page = (fresh / "results" / CI_MACHINE / "report.html").read_text(encoding="utf-8")
     assert "Across machines" in page and "second-box" in page
+    assert "Kept archives refused" in page and "broken-box.tar.gz" in page
     assert (fresh / "results" / CI_MACHINE / "comparison.csv").exists()
     assert snapshot(fresh / "results/second-box") == untouched  # never re-run or rewritten

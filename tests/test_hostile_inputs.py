@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import tarfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,23 @@ def claimed_but_absent(out: Path) -> Path:
     return out
 
 
+def extended_header(out: Path, claimed: int, present: int, kind=tarfile.XHDTYPE) -> Path:
+    """An extended header (PAX, or GNU long name) claiming ``claimed`` bytes, with
+    ``present`` bytes of zeros behind it (compressed as it is written: a header of 1 GB
+    costs some MB on disk), before a member."""
+    info = tarfile.TarInfo("././@PaxHeader" if kind == tarfile.XHDTYPE else "././@LongLink")
+    info.type, info.size = kind, claimed
+    gz = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(out, "wb") as handle:
+        handle.write(gz.compress(info.tobuf(tarfile.USTAR_FORMAT)))
+        zeros = b"\0" * (1 << 20)
+        for _ in range(present >> 20):
+            handle.write(gz.compress(zeros))
+        handle.write(gz.compress(b"\0" * (present & ((1 << 20) - 1))))
+        handle.write(gz.flush())
+    return out
+
+
 def many_members(out: Path) -> Path:
     entries = GOOD + [(f"box/many/{i}.txt", b"x") for i in range(archive.MAX_MEMBERS)]
     return tar(out, entries)
@@ -169,6 +187,53 @@ HOSTILE = {
     "summary figures without their raw samples": (
         lambda o: tar(o, [(n, d) for n, d in GOOD if "/hybridize/" not in n]),
         "figures of hybridize but no box/hybridize/samples.csv"),
+    "PAX header claims 1.5 GB": (lambda o: extended_header(o, 3 << 29, 4096),
+                                "extended header of 1610612736 bytes"),
+    "GNU long name claims 1 GiB": (lambda o: extended_header(o, 1 << 30, 4096,
+                                                             tarfile.GNUTYPE_LONGNAME),
+                                   "extended header of 1073741824 bytes"),
+    "table over its limit": (
+        lambda o: tar(o, replaced("box/hybridize/samples.csv", SAMPLES + SAMPLES.splitlines(
+            True)[1] * (archive.MAX_TABLE_BYTES // 40))),
+        "table box/hybridize/samples.csv is"),
+    "summary.csv interval below its median": (
+        lambda o: tar(o, replaced("box/summary.csv", SUMMARY.replace(b",0.4,0.4,ok",
+                                                                     b",0.4,0.3,ok"))),
+        "box/summary.csv: row 2: median 0.4 is above ci_high 0.3"),
+    "summary.csv with a negative time": (
+        lambda o: tar(o, replaced("box/summary.csv", SUMMARY.replace(b",1,0.4,", b",1,-5,"))),
+        "box/summary.csv: row 2: min: -5.0 is less than or equal to the minimum of 0"),
+    "summary.csv with a count that is not whole": (
+        lambda o: tar(o, replaced("box/summary.csv", SUMMARY.replace(b",MLP,1,", b",MLP,2.5,"))),
+        "box/summary.csv: row 2: count: 2.5 is not of type 'integer'"),
+    "summary.csv with an infinite median": (
+        lambda o: tar(o, replaced("box/summary.csv", SUMMARY.replace(b",0.4,0.4,0.4,0.4,0.4,",
+                                                                     b",0.4,inf,0.4,0.4,0.4,"))),
+        "box/summary.csv: row 2: median: 'inf' is not of type"),
+    "samples.csv with nan": (
+        lambda o: tar(o, replaced("box/hybridize/samples.csv", SAMPLES.replace(b"0.4", b"nan"))),
+        "box/hybridize/samples.csv: row 2: value: 'nan' is not of type 'number'"),
+    "samples.csv with inf": (
+        lambda o: tar(o, replaced("box/hybridize/samples.csv", SAMPLES.replace(b"0.4", b"inf"))),
+        "box/hybridize/samples.csv: row 2: value: 'inf' is not of type 'number'"),
+    "samples.csv with a negative time": (
+        lambda o: tar(o, replaced("box/hybridize/samples.csv", SAMPLES.replace(b"0.4", b"-5"))),
+        "box/hybridize/samples.csv: row 2: value: -5.0 is less than or equal to the minimum"),
+    "run.json cut short": (
+        lambda o: tar(o, replaced("box/hybridize/run.json", b'{"experiment": "hybr')),
+        "box/hybridize/run.json: not JSON"),
+    "run.json an empty list": (lambda o: tar(o, replaced("box/hybridize/run.json", b"[]")),
+                               "box/hybridize/run.json: not a JSON object"),
+    "run.json without its experiment": (
+        lambda o: tar(o, replaced("box/hybridize/run.json", b'{"status": "ok"}')),
+        "box/hybridize/run.json: not a run record: the record: 'experiment' is a required"),
+    "run.json of another section": (
+        lambda o: tar(o, replaced("box/hybridize/run.json",
+                                  b'{"experiment": "async_computation", "status": "ok"}')),
+        "box/hybridize/run.json: the run record of async_computation"),
+    "machine.json without its gpus": (
+        lambda o: tar(o, replaced("box/machine.json", b'{"cpu": {"model": "X"}}')),
+        "box/machine.json: the file: 'gpus' is a required property"),
     "member name with a newline": (lambda o: tar(o, GOOD + [("box/evil\nname.txt", b"x")]),
                                    "refusing member name"),
     "hidden member": (lambda o: tar(o, GOOD + [("box/.snakemake/metadata", b"x")]),
@@ -188,6 +253,43 @@ def test_hostile_archive_is_refused_and_nothing_is_written(tmp_path, kind):
         import_archive(bad, results_root, SCHEMA)
     assert message in str(refusal.value)
     assert tree(tmp_path) == before
+
+
+PEAK = """
+import resource, sys
+from pathlib import Path
+from d2lperf.archive import ArchiveError, import_archive
+try:
+    import_archive(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
+    print("imported")
+except ArchiveError as error:
+    print("refused:", error)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def at_the_limits(out: Path) -> Path:
+    """A good archive whose members add up to just under the total limit."""
+    part = b"\1" * (archive.MAX_MEMBER_BYTES - 1)
+    count = (archive.MAX_TOTAL_BYTES - 4096) // len(part)
+    return tar(out, GOOD + [(f"box/part{i}.bin", part) for i in range(count)])
+
+
+@pytest.mark.parametrize("make, outcome", [
+    (lambda o: extended_header(o, 600 << 20, 600 << 20), "refused: extended header"),
+    (at_the_limits, "imported"),
+])
+def test_peak_memory_of_an_import_stays_under_200_mb(tmp_path, make, outcome):
+    """Measured in a fresh interpreter: the import's own peak resident memory (the
+    workflow environment's modules take about 70 MB of it)."""
+    bad = make(tmp_path / "archive.tar.gz")
+    done = subprocess.run([str(WORKFLOW_PYTHON), "-c", PEAK, str(bad), str(tmp_path / "results"),
+                           str(SCHEMA)], capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(REPO / "scripts"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    said, peak = done.stdout.splitlines()[-2:]
+    assert said.startswith(outcome)
+    assert int(peak) < 200, f"peak {peak} MB"
 
 
 def test_good_archive_of_the_same_shape_is_imported(tmp_path):

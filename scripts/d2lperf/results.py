@@ -124,6 +124,47 @@ def read_json(path: str | Path) -> dict[str, Any]:
         return json.load(handle)
 
 
+SCHEMAS = Path(__file__).resolve().parents[2] / "workflow/schemas"
+
+
+class RecordError(ValueError):
+    """A run record (run.json) that cannot be one: the message names the file and what is
+    wrong with it."""
+
+
+def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = SCHEMAS) -> None:
+    """Refuse a run record that fails workflow/schemas/run.schema.yaml, or that belongs in
+    another section's folder (one copied from elsewhere would show its figures as missing
+    beside its own). Workflow environment only: it needs jsonschema."""
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load((Path(schema_folder) / "run.schema.yaml").read_text("utf-8"))
+    error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(record)), None)
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "the record"
+        raise RecordError(f"{name}: not a run record: {where}: {error.message}")
+    own = section_folder(record["experiment"], record.get("framework", "mxnet"))
+    if own != folder:
+        raise RecordError(f"{name}: the run record of {own} (experiment "
+                          f"{record['experiment']!r}, framework "
+                          f"{record.get('framework', 'mxnet')!r}), not of {folder}")
+
+
+def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str, Any]:
+    """A section's run.json, checked (``check_run``): RecordError names the file when it
+    is no JSON, is cut short, or is not this folder's run record."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RecordError(f"{path}: not JSON (cut short or corrupt?): {error}") from None
+    except OSError as error:
+        raise RecordError(f"{path}: cannot be read: {error.strerror}") from None
+    check_run(record, str(path), Path(path).parent.name, schema_folder)
+    return record
+
+
 def report(samples: Iterable[Sample], what: str = "") -> None:
     """One log line per case of a comparison: its median over this process's rounds."""
     by_case: dict[str, list[float]] = {}

@@ -38,14 +38,48 @@ class TableError(ValueError):
 
 
 def _typed(text: str, kind: type) -> Any:
-    """A CSV cell as the schema wants it; left as text when it is not one, so the
-    schema names the bad cell."""
+    """A CSV cell as the schema wants it; left as text when it is not one (nor a finite
+    number: ``nan``, ``inf``), so the schema names the bad cell."""
     if text == "":
         return None
     try:
-        return kind(text)
+        value = kind(text)
     except ValueError:
         return text
+    return value if kind is not float or math.isfinite(value) else text
+
+
+# The numbers of a summary.csv row, as another machine's is read; the rest stays text.
+SUMMARY_NUMBERS = ("epoch", "count", "min", "q1", "median", "q3", "max", "iqr", "mean",
+                   "stddev", "ci_low", "ci_high", "outliers", "ratio", "achieved", "ceiling",
+                   "fraction_of_ceiling", "document_value")
+# Each pair must be in order wherever both are given (a check JSON Schema cannot state).
+SUMMARY_ORDER = (("min", "median"), ("median", "max"), ("ci_low", "median"),
+                 ("median", "ci_high"), ("q1", "median"), ("median", "q3"))
+
+
+def summary_schema(schema_folder: str | Path) -> jsonschema.protocols.Validator:
+    path = Path(schema_folder) / "summary.schema.yaml"
+    return jsonschema.Draft202012Validator(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def check_summary_rows(rows: list[dict[str, str]], name: str, validator) -> None:
+    """Refuse another machine's summary.csv whose figures mean nothing: a number that is
+    not one (or not finite), a count that is not whole, a time that is not positive (by
+    the schema), an interval or a range that does not hold its median (here). TableError
+    names the file, the row (the header is row 1) and the column."""
+    for number, row in enumerate(rows, start=2):
+        typed = {k: (_typed(v or "", float) if k in SUMMARY_NUMBERS else v)
+                 for k, v in row.items() if k is not None}
+        error = next(iter(validator.iter_errors(typed)), None)
+        if error is not None:
+            where = ".".join(str(p) for p in error.absolute_path) or "row"
+            raise TableError(f"{name}: row {number}: {where}: {error.message}")
+        for low, high in SUMMARY_ORDER:
+            a, b = typed.get(low), typed.get(high)
+            if a is not None and b is not None and not a <= b:
+                raise TableError(f"{name}: row {number}: {low} {a:g} is above {high} {b:g}: "
+                                 "the figures do not hold their median")
 
 
 def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:

@@ -279,6 +279,17 @@ def comparison_inputs(wildcards):
     }
 
 
+def kept_record(wildcards):
+    """What became of the kept archives (scripts/import_results.py --kept), so the report
+    lists the refused ones; absent when none was ever imported."""
+    record = "results/kept-archives.json"
+    return {"kept": record} if os.path.exists(record) else {}
+
+
+def kept_args(wildcards, input):
+    return ["--kept", input.kept] if "kept" in input.keys() else []
+
+
 def comparison_args(wildcards, input):
     if "comparison" not in input.keys():
         return []

@@ -92,6 +92,7 @@ rule compare:
 rule report:
     input:
         unpack(comparison_inputs),
+        unpack(kept_record),
         script="scripts/render_report.py",
         template="report/templates/report.html.j2",
         sections="report/sections.csv",
@@ -120,6 +121,7 @@ rule report:
         py=WORKFLOW_PY,
         preset=config["preset"],
         comparison=comparison_args,
+        kept=kept_args,
     shell:
         "{params.py:q} {input.script:q} --machine {input.machine:q}"
         " --summary {input.summary:q} --outputs {input.outputs:q}"
@@ -127,4 +129,4 @@ rule report:
         " --benchmarks {input.benchmarks:q} --sections {input.sections:q}"
         " --labels {input.labels:q} --claims {input.claims:q}"
         " --template {input.template:q} --preset {params.preset:q}"
-        " {params.comparison:q} --out {output:q} > {log:q} 2>&1"
+        " {params.comparison:q} {params.kept:q} --out {output:q} > {log:q} 2>&1"

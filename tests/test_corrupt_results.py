@@ -1,0 +1,106 @@
+"""Corrupt results on disk are refused by name (file, row, column, or what is wrong), and
+one machine's bad table never stops the comparison of the others."""
+
+import csv
+import json
+import subprocess
+
+import pytest
+
+from conftest import REPO, WORKFLOW_PYTHON
+
+SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
+HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
+ROW = "hybridize,mxnet,mlp_before_hybridize,time,s,0,{repeat},0,{value},,\n"
+
+
+def section(root, values=("0.4", "0.5"), record=None, folder="hybridize"):
+    out = root / folder
+    out.mkdir(parents=True)
+    (out / "samples.csv").write_text(HEADER + "".join(
+        ROW.format(repeat=i, value=v) for i, v in enumerate(values)))
+    (out / "run.json").write_text(record if record is not None else json.dumps(
+        {"experiment": "hybridize", "framework": "mxnet", "status": "ok"}))
+    return out / "run.json"
+
+
+def summarise(tmp_path, sidecar):
+    return subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(sidecar),
+         "--reference", str(REPO / "report/reference.csv"), "--schema", str(SCHEMA),
+         "--summary", str(tmp_path / "summary.csv"), "--outputs", str(tmp_path / "o.csv"),
+         "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("nan", "row 3: value: 'nan' is not of type 'number'"),
+    ("inf", "row 3: value: 'inf' is not of type 'number'"),
+    ("-5.0", "row 3: value: -5.0 is less than or equal to the minimum of 0"),
+])
+def test_a_corrupt_sample_is_refused_naming_file_row_and_column(tmp_path, value, message):
+    sidecar = section(tmp_path / "r", values=("0.4", value))
+    done = summarise(tmp_path, sidecar)
+    assert done.returncode == 1, done.stderr
+    assert f"{sidecar.with_name('samples.csv')}: {message}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("record, message", [
+    ('{"experiment": "hybr', "not JSON (cut short or corrupt?)"),
+    ("[]", "not a run record: the record: [] is not of type 'object'"),
+    ('{"status": "ok"}', "not a run record: the record: 'experiment' is a required property"),
+    ('{"experiment": "hybridize", "status": "fine"}', "not a run record: status: 'fine'"),
+    ('{"experiment": "async_computation", "framework": "mxnet", "status": "ok"}',
+     "the run record of async_computation"),
+    ('{"experiment": "hybridize", "framework": "pytorch", "status": "ok"}',
+     "the run record of hybridize_pytorch"),
+])
+def test_a_corrupt_run_record_is_refused_naming_the_file(tmp_path, record, message):
+    sidecar = section(tmp_path / "r", record=record)
+    done = summarise(tmp_path, sidecar)
+    assert done.returncode == 1, done.stderr
+    assert f"{sidecar}: {message}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+SUMMARY = ["experiment", "case", "metric", "epoch", "unit", "devices", "label", "count",
+           "min", "median", "max", "ci_low", "ci_high", "status", "framework"]
+
+
+def machine(root, name, median, ci_low, ci_high):
+    folder = root / name
+    folder.mkdir(parents=True)
+    with open(folder / "summary.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, SUMMARY)
+        writer.writeheader()
+        writer.writerow({"experiment": "hybridize", "case": "mlp", "metric": "time",
+                         "unit": "s", "count": 6, "min": median / 2, "median": median,
+                         "max": median * 2, "ci_low": ci_low, "ci_high": ci_high,
+                         "status": "ok", "framework": "mxnet"})
+    (folder / "verdicts.csv").write_text("framework,name,claim,verdict\n"
+                                         "mxnet,hybridize_speeds_up_mlp,c,holds\n")
+    return folder
+
+
+def test_one_machines_meaningless_interval_never_stops_the_comparison(tmp_path):
+    """An interval below its median (ci_high < median) once made every later run fail
+    drawing the plot; now that machine is skipped, named in the log, and the rest compared."""
+    here = machine(tmp_path, "here", 0.4, 0.35, 0.45)
+    good = machine(tmp_path, "good", 0.2, 0.15, 0.25)
+    bad = machine(tmp_path, "bad", 0.4, 0.1, 0.3)
+    folders = [here, good, bad]
+    done = subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/compare.py"),
+         "--summaries", *[str(f / "summary.csv") for f in folders],
+         "--verdicts", *[str(f / "verdicts.csv") for f in folders], "--baseline", "here",
+         "--table", str(tmp_path / "comparison.csv"),
+         "--verdicts-table", str(tmp_path / "by_machine.csv"),
+         "--plot", str(tmp_path / "plots/comparison.svg")],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "machine bad skipped" in done.stderr
+    assert "row 2: median 0.4 is above ci_high 0.3" in done.stderr
+    with open(tmp_path / "comparison.csv", newline="") as handle:
+        compared = {r["machine"] for r in csv.DictReader(handle)}
+    assert compared == {"here", "good"}
+    assert (tmp_path / "plots/comparison.svg").exists()
