@@ -111,6 +111,7 @@ def device_info():
         "0.4", "fast").encode()}), "box/hybridize/samples.csv: row 2: value"),
     (lambda t: truncated(t), "truncated or not a gzip'd tar archive"),
     (lambda t: not_gzip(t), "truncated or not a gzip'd tar archive"),
+    (lambda t: fifo(t), "a FIFO, not a regular file"),
 ])
 def test_bad_archives_are_refused_and_nothing_changes(tmp_path, make, message):
     results_root = tmp_path / "results"
@@ -128,6 +129,24 @@ def truncated(tmp_path):
     out = tmp_path / "truncated.tar.gz"
     out.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     return out
+
+
+def fifo(tmp_path):
+    """Named on the command line: refused at once, never waited on."""
+    out = tmp_path / "pipe.tar.gz"
+    os.mkfifo(out)
+    return out
+
+
+def test_a_long_name_behind_a_pax_header_is_imported(tmp_path):
+    """Names over 100 characters need a PAX header: a small one is read as usual."""
+    results = make_results(tmp_path / "source")
+    long_name = "a" * 110 + ".txt"
+    (results / long_name).write_text("x")
+    out = tmp_path / "long.tar.gz"
+    archive.write_archive(out, "box", archive.collect(results, {}), {"commit": "abc"})
+    target = import_archive(out, tmp_path / "results", SCHEMA)
+    assert (target / long_name).read_text() == "x"
 
 
 def not_gzip(tmp_path):

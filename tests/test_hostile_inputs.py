@@ -161,6 +161,14 @@ HOSTILE = {
     "manifest not JSON": (lambda o: tar(o, GOOD, manifest=b"{not json"), "manifest.json"),
     "manifest files not a mapping": (lambda o: tar(o, GOOD, files=[n for n, _ in GOOD]),
                                      "manifest.json"),
+    "manifest checksum not a SHA-256": (
+        lambda o: tar(o, GOOD, files={n: "xyz" for n, _ in GOOD}),
+        "unreadable manifest.json: files."),
+    "manifest code not an object": (
+        lambda o: tar(o, GOOD, manifest=json.dumps({
+            "format": 1, "machine": "box", "code": "abc",
+            "files": {n: archive.sha256(d) for n, d in GOOD}}).encode()),
+        "unreadable manifest.json: code: 'abc' is not of type 'object'"),
     "machine.json not JSON": (lambda o: tar(o, replaced("box/machine.json", b"{oops")),
                               "box/machine.json: not JSON"),
     "machine.json not an object": (lambda o: tar(o, replaced("box/machine.json", b"[1, 2]")),
