@@ -22,10 +22,13 @@ machine's own id is imported as <id>--kept instead, leaving that id to the local
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import time
 from pathlib import Path
+
+import yaml
 
 from d2lperf.archive import ArchiveError, import_archive, import_kept
 from d2lperf.machine import MachineIdError, check_machine_id, machine_id
@@ -37,14 +40,15 @@ def _exit_on(signum, frame):
     raise SystemExit(128 + signum)  # unwinds, so the staging folder is removed
 
 
-def local_ids(given: list[str]) -> tuple[str, ...]:
-    """The ids this machine's own runs write under (and their system-BLAS variants)."""
-    ids = given or []
+def local_ids(given: list[str], config: Path = REPO / "config/config.yaml") -> tuple[str, ...]:
+    """The ids this machine's own runs write under (and their system-BLAS variants): those
+    given, else the id derived from this hardware and the config's machine key, if set."""
+    ids = list(given)
     if not ids:
-        try:
-            ids = [check_machine_id(machine_id())]
-        except MachineIdError:
-            ids = []
+        with contextlib.suppress(MachineIdError):
+            ids.append(check_machine_id(machine_id()))
+        with contextlib.suppress(OSError, yaml.YAMLError, AttributeError, MachineIdError):
+            ids.append(check_machine_id(yaml.safe_load(config.read_text()).get("machine")))
     return tuple(i for base in ids for i in (base, f"{base}--system-blas"))
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -415,3 +416,16 @@ def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_pyth
     assert "Kept archives refused" in page and "broken-box.tar.gz" in page
     assert (fresh / "results" / CI_MACHINE / "comparison.csv").exists()
     assert snapshot(fresh / "results/second-box") == untouched  # never re-run or rewritten
+
+
+def test_the_configured_machine_id_is_a_local_id_too(tmp_path):
+    sys.path.insert(0, str(REPO / "scripts"))
+    import import_results
+
+    config = tmp_path / "config.yaml"
+    config.write_text("machine: my-box\n")
+    assert "my-box" in import_results.local_ids([], config)
+    assert "my-box--system-blas" in import_results.local_ids([], config)
+    config.write_text('machine: ""\n')
+    assert "my-box" not in import_results.local_ids([], config)
+    assert import_results.local_ids(["given"], config) == ("given", "given--system-blas")
