@@ -6,8 +6,11 @@ import json
 import subprocess
 
 import pytest
+import summarise
 
 from conftest import REPO, WORKFLOW_PYTHON
+from d2lperf.results import RecordError
+from d2lperf.tables import TableError
 
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
@@ -24,12 +27,11 @@ def section(root, values=("0.4", "0.5"), record=None, folder="hybridize"):
     return out / "run.json"
 
 
-def summarise(tmp_path, sidecar):
-    return subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(sidecar),
-         "--reference", str(REPO / "report/reference.csv"), "--schema", str(SCHEMA),
-         "--summary", str(tmp_path / "summary.csv"), "--outputs", str(tmp_path / "o.csv"),
-         "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300)
+def refusal(sidecar) -> str:
+    """What summarise refuses the section's results with (its message, as it prints it)."""
+    with pytest.raises((TableError, RecordError)) as refused:
+        summarise.load_runs([sidecar], SCHEMA)
+    return str(refused.value)
 
 
 @pytest.mark.parametrize("value, message", [
@@ -39,10 +41,7 @@ def summarise(tmp_path, sidecar):
 ])
 def test_a_corrupt_sample_is_refused_naming_file_row_and_column(tmp_path, value, message):
     sidecar = section(tmp_path / "r", values=("0.4", value))
-    done = summarise(tmp_path, sidecar)
-    assert done.returncode == 1, done.stderr
-    assert f"{sidecar.with_name('samples.csv')}: {message}" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert refusal(sidecar) == f"{sidecar.with_name('samples.csv')}: {message}"
 
 
 @pytest.mark.parametrize("record, message", [
@@ -57,10 +56,7 @@ def test_a_corrupt_sample_is_refused_naming_file_row_and_column(tmp_path, value,
 ])
 def test_a_corrupt_run_record_is_refused_naming_the_file(tmp_path, record, message):
     sidecar = section(tmp_path / "r", record=record)
-    done = summarise(tmp_path, sidecar)
-    assert done.returncode == 1, done.stderr
-    assert f"{sidecar}: {message}" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert refusal(sidecar).startswith(f"{sidecar}: {message}")
 
 
 SUMMARY = ["experiment", "case", "metric", "epoch", "unit", "devices", "label", "count",
@@ -104,3 +100,15 @@ def test_one_machines_meaningless_interval_never_stops_the_comparison(tmp_path):
         compared = {r["machine"] for r in csv.DictReader(handle)}
     assert compared == {"here", "good"}
     assert (tmp_path / "plots/comparison.svg").exists()
+
+
+def test_summarise_says_which_file_and_ends_1(tmp_path):
+    sidecar = section(tmp_path / "r", record="[]")
+    done = subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(sidecar),
+         "--reference", str(REPO / "report/reference.csv"), "--schema", str(SCHEMA),
+         "--summary", str(tmp_path / "summary.csv"), "--outputs", str(tmp_path / "o.csv"),
+         "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert f"error: {sidecar}: not a run record" in done.stderr
+    assert "Traceback" not in done.stderr
