@@ -14,7 +14,8 @@
 #
 # GPU_CHECK_PYTHON: the interpreter with torch (default: python3). GPU_CHECK_PRESET: the
 # preset (default: documents on a GPU, ci without one). GPU_CHECK_CORES: Snakemake's cores.
-# GPU_CHECK_KEEP=1 keeps the archive in CPU mode too (the tests use it).
+# GPU_CHECK_KEEP=1 keeps the archive in CPU mode too, GPU_CHECK_DRY_RUN=1 plans the run
+# without running it (the tests use both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=$(realpath "${1:-gpu-check-kit}")
@@ -52,10 +53,21 @@ fi
 cores=${GPU_CHECK_CORES:-$(nproc)}
 echo "gpu_check: $mode mode, preset $preset, $cores cores, torch from $python"
 
-config=(preset="$preset" "frameworks=[pytorch]" torch_python="$interpreter"
-        data_dir="$kit/fashion-mnist" gpu_sections_on_cpu="$on_cpu")
+# Given as a JSON file, not as --config KEY=VALUE: Snakemake reads each such VALUE as YAML,
+# which would make a path with ' #' in it shorter, or one with ': ' a mapping.
+config="$here/config.json"
+"$python" - "$config" "$preset" "$interpreter" "$kit/fashion-mnist" "$on_cpu" <<'EOF'
+import json, sys
+out, preset, torch_python, data_dir, on_cpu = sys.argv[1:]
+with open(out, "w", encoding="utf-8") as handle:
+    json.dump({"preset": preset, "frameworks": ["pytorch"], "torch_python": torch_python,
+               "data_dir": data_dir, "gpu_sections_on_cpu": on_cpu == "True"}, handle)
+EOF
 start=$(date +%s)
-"$interpreter" -m snakemake all archive --cores "$cores" --config "${config[@]}"
+if [ "${GPU_CHECK_DRY_RUN:-0}" = 1 ]; then  # the tests: the configuration as the run reads it
+  exec "$interpreter" -m snakemake all archive -n --cores "$cores" --configfile "$config"
+fi
+"$interpreter" -m snakemake all archive --cores "$cores" --configfile "$config"
 echo "gpu_check: finished in $(( $(date +%s) - start )) s"
 
 archive=$(ls -t archives/*.tar.gz | head -n 1)

@@ -6,6 +6,10 @@
 #
 #   scripts/gpu_check_prepare.sh [FOLDER]    (default: gpu-check-kit, ignored by git)
 #
+# FOLDER must be new, empty, or a kit this script made before (it holds the marker file
+# .gpu-check-kit): anything else is refused untouched, since a kit is made by emptying
+# its folder first, and a mistyped name (results, report) must never lose what is there.
+#
 # GPU_PYTHON (default 3.12) is the GPU machine's Python version; the wheels are for
 # CPython on x86-64 Linux (manylinux). The pins are the workflow environment's
 # (envs/workflow.lock.txt), less the test and lint tools and what the GPU machine has.
@@ -26,8 +30,23 @@ if ! [[ $python_version =~ ^3\.[0-9]+$ ]]; then
   exit 2
 fi
 abi="cp${python_version/./}"
-rm -rf "$kit"
+marker=.gpu-check-kit
+if [ -L "$kit" ] || { [ -e "$kit" ] && ! [ -d "$kit" ]; }; then
+  echo "gpu_check_prepare: refusing $kit: not a folder (a link or a file); name a new or" \
+       "empty folder" >&2
+  exit 2
+fi
+if [ -d "$kit" ] && [ -n "$(ls -A "$kit")" ] && ! [ -f "$kit/$marker" ]; then
+  echo "gpu_check_prepare: refusing $kit: it is not empty and no kit made by this script" \
+       "($marker is missing); name a new or empty folder" >&2
+  exit 2
+fi
+if [ -f "$kit/$marker" ]; then
+  find "$kit" -mindepth 1 -maxdepth 1 ! -name "$marker" -exec rm -rf {} +
+fi
 mkdir -p "$kit/wheels" "$kit/fashion-mnist"
+echo "made by scripts/gpu_check_prepare.sh: it may empty this folder to remake the kit" \
+  > "$kit/$marker"
 grep -v '^#' envs/workflow.lock.txt | grep -Ev "$exclude" > "$kit/requirements.txt"
 grep -Ev "$source_only" "$kit/requirements.txt" > "$kit/binary.txt"
 grep -E "$source_only" "$kit/requirements.txt" > "$kit/source.txt" || true

@@ -134,3 +134,79 @@ def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run,
     theirs = [r for r in rows if r["machine"] == kept]
     assert theirs and {r["framework"] for r in theirs} == {"pytorch"}
     assert all(r["speedup"] for r in theirs if r["epoch"] == "")  # each against ours
+
+
+def prepare(folder, pip="/bin/false"):
+    """scripts/gpu_check_prepare.sh FOLDER with a pip that fails at once: what happens to
+    FOLDER before any download."""
+    return subprocess.run(["bash", str(REPO / "scripts/gpu_check_prepare.sh"), str(folder)],
+                          capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(REPO.parent), "PIP": pip})
+
+
+@pytest.mark.parametrize("name", ["results", "report"])
+def test_prepare_refuses_a_folder_it_did_not_make(tmp_path, name):
+    """A mistyped kit folder (the user's results, the tracked report/) once lost all it
+    held: it is refused, named, and left as it was."""
+    folder = tmp_path / name
+    (folder / "machines").mkdir(parents=True)
+    (folder / "reference.csv").write_text("kept\n")
+    (folder / "machines/gpu.tar.gz").write_bytes(b"kept")
+    done = prepare(folder)
+    assert done.returncode == 2
+    assert f"refusing {folder}: it is not empty and no kit made by this script" in done.stderr
+    assert (folder / "reference.csv").read_text() == "kept\n"
+    assert sorted(p.name for p in folder.rglob("*")) == ["gpu.tar.gz", "machines",
+                                                          "reference.csv"]
+
+
+def test_prepare_refuses_a_link_or_a_file(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep").write_text("x")
+    (tmp_path / "link").symlink_to(target)
+    (tmp_path / "file").write_text("x")
+    for path in (tmp_path / "link", tmp_path / "file"):
+        done = prepare(path)
+        assert done.returncode == 2 and f"refusing {path}: not a folder" in done.stderr
+    assert (target / "keep").exists() and (tmp_path / "file").read_text() == "x"
+
+
+@pytest.mark.parametrize("before", ["absent", "empty", "its own kit"])
+def test_prepare_writes_into_a_new_empty_or_own_folder(tmp_path, before):
+    folder = tmp_path / "kit"
+    if before != "absent":
+        folder.mkdir()
+    if before == "its own kit":
+        (folder / ".gpu-check-kit").write_text("made by scripts/gpu_check_prepare.sh\n")
+        (folder / "wheels").mkdir()
+        (folder / "wheels/old-1.0-py3-none-any.whl").write_bytes(b"old")
+    done = prepare(folder)  # gets as far as the download (a pip that fails)
+    assert "refusing" not in done.stderr and done.returncode not in (0, 2)
+    assert (folder / ".gpu-check-kit").exists() and (folder / "requirements.txt").exists()
+    assert not (folder / "wheels/old-1.0-py3-none-any.whl").exists()
+
+
+def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, tmp_path,
+                                                                   torch_python):
+    """Snakemake reads --config values as YAML: 'kit #1' lost its end, 'a: b' became a
+    mapping. The check's configuration goes in a JSON file instead (planned, not run)."""
+    folder, _ = kit
+    odd = tmp_path / "kits #1: the GPU check"
+    shutil.copytree(folder, odd)
+    machine = tmp_path / "machine-packages"
+    subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", "--target", str(machine),
+                    *pins(MACHINE_PACKAGES[1:3])], check=True, timeout=600)
+    work = copy_workflow(tmp_path / "wf #2")  # (no colon: PYTHONPATH holds it)
+    done = subprocess.run(
+        ["bash", str(work / "scripts/gpu_check.sh"), str(odd)], capture_output=True,
+        text=True, timeout=900, cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(machine),
+             "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
+             "GPU_CHECK_DRY_RUN": "1"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert "Invalid configuration" not in said and "hybridize_pytorch" in said
+    config = json.loads((work / ".gpu-check/config.json").read_text())
+    assert config["data_dir"] == f"{odd}/fashion-mnist"
