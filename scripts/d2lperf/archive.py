@@ -6,13 +6,17 @@ environments, the code's commit) plus ``manifest.json`` with a SHA-256 per file.
 It is deterministic: entries sorted, owners and times fixed, so archiving the same
 results twice gives the same bytes.
 
-Import trusts nothing in the file: it refuses absolute paths, ``..``, hidden or odd
-names, links and device files, members over the size limits (from their headers, before
+Import trusts nothing in the file: it refuses an archive that is not a regular file (a
+FIFO, a device), absolute paths, ``..``, hidden or odd names, links and device files,
+members and extended (PAX) headers over the size limits (from their headers, before
 reading them), too many members, duplicate names, files missing from the manifest or
-manifest entries without a file, checksum mismatches, JSON that does not parse, tables
-that fail their schema, figures without their raw samples, truncated or non-gzip files,
-and a machine id that is invalid or already taken, and it writes nothing unless all is
-well. Imported folders arrive read-only, marked by imported.json.
+manifest entries without a file, checksum mismatches, JSON that does not parse, a
+manifest, machine.json or run.json that fails its schema (workflow/schemas/), tables
+whose figures mean nothing (see d2lperf.tables), figures without their raw samples,
+truncated or non-gzip files, and a machine id that is invalid or already taken, and it
+writes nothing unless all is well. Imported folders arrive read-only, marked by
+imported.json. The archives the repository keeps are imported one by one
+(``import_kept``): a bad one is refused by name and never stops the others, nor the run.
 """
 
 from __future__ import annotations
