@@ -6,7 +6,7 @@ import math
 import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -111,10 +111,86 @@ class Stats:
         return values
 
 
-# --- Comparisons measured side by side: hierarchical bootstrap (DESIGN.md decision 10) ---
+# --- Comparisons measured side by side ------------------------------------------------
+#
+# A process is the unit of replication: each fresh process draws its own offsets (memory
+# layout, which core, what else ran), a few percent per case, which its samples share.
+# So the interval of a ratio comes from the spread between processes: a t-interval on
+# the per-process log ratios of medians (samples within a process only settle each
+# process's median). A two-level bootstrap over 4 processes cannot see that spread (4
+# clusters give few distinct resamples) and gave intervals that excluded 1 for identical
+# work; the coverage test (tests/test_stats.py) measures both on this machine's noise.
+# With one process there is no between-process spread to measure: the interval is the
+# within-process bootstrap, and says less than it seems.
 
 Groups = Mapping[object, Sequence[float]]  # one case's samples, by the process they came from
 CONFIDENCE = 0.95
+
+
+@lru_cache(maxsize=256)
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile (no scipy here): bisection on the CDF, integrated with
+    Simpson's rule; exact to ~1e-6 for the few degrees of freedom processes give."""
+    if not 0 < p < 1 or df <= 0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got {p}, {df}")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    scale = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def cdf(x: float) -> float:
+        grid = np.linspace(0.0, x, 2001)
+        pdf = scale * (1 + grid**2 / df) ** (-(df + 1) / 2)
+        h = x / 2000
+        return 0.5 + h / 3 * (pdf[0] + pdf[-1] + 4 * pdf[1:-1:2].sum() + 2 * pdf[2:-1:2].sum())
+
+    low, high = 0.0, 1.0
+    while cdf(high) < p:
+        high *= 2
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if cdf(middle) < p else (low, middle)
+    return (low + high) / 2
+
+
+def process_medians(case: Groups) -> dict[object, float]:
+    return {k: float(np.median(np.asarray(v, dtype=float))) for k, v in case.items() if len(v)}
+
+
+def t_interval(values: Sequence[float], confidence: float = CONFIDENCE,
+               ) -> tuple[float, float, float]:
+    """Mean of per-process values with its t-interval (n - 1 degrees of freedom)."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        raise ValueError("a t-interval needs two or more processes")
+    mean, half = float(x.mean()), 0.0
+    spread = float(x.std(ddof=1))
+    if spread > 0:
+        half = t_quantile(1 - (1 - confidence) / 2, len(x) - 1) * spread / math.sqrt(len(x))
+    return mean, mean - half, mean + half
+
+
+def log_ratio_interval(a: Groups, b: Groups, confidence: float = CONFIDENCE,
+                       ) -> tuple[float, float, float] | None:
+    """The ratio a / b from per-process medians, with its interval, or None where only
+    one process measured it. Cases measured in the same processes are paired: one log
+    ratio per process, t-interval. Cases from different processes: the difference of
+    their mean log medians, Welch's interval; a side measured once counts as known."""
+    ma, mb = process_medians(a), process_medians(b)
+    shared = sorted(set(ma) & set(mb), key=str)
+    if set(ma) == set(mb) and len(shared) >= 2:
+        mean, low, high = t_interval([math.log(ma[k] / mb[k]) for k in shared], confidence)
+        return math.exp(mean), math.exp(low), math.exp(high)
+    la, lb = (np.log(list(m.values())) for m in (ma, mb))
+    if len(la) < 2 and len(lb) < 2:
+        return None
+    terms = [x.var(ddof=1) / len(x) if len(x) >= 2 else 0.0 for x in (la, lb)]
+    mean = float(la.mean() - lb.mean())
+    se = math.sqrt(sum(terms))
+    if se == 0:
+        return math.exp(mean), math.exp(mean), math.exp(mean)
+    df = se**4 / sum(t**2 / (len(x) - 1) for t, x in zip(terms, (la, lb)) if len(x) >= 2)
+    half = t_quantile(1 - (1 - confidence) / 2, df) * se
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
 def bootstrap_medians(cases: Sequence[Groups], *, resamples: int = BOOTSTRAP_RESAMPLES,
@@ -126,7 +202,8 @@ def bootstrap_medians(cases: Sequence[Groups], *, resamples: int = BOOTSTRAP_RES
     & Jones's two-level bootstrap). Cases measured in the same processes (the same
     process keys) are resampled together, process by process, so that what their
     shared processes had in common stays paired; cases from different processes
-    are resampled independently. Vectorised: no Python loop over resamples.
+    are resampled independently. Vectorised: no Python loop over resamples. Used
+    where a section ran in one process only (and by the coverage test, to compare).
     """
     rng = np.random.default_rng(seed)
     keys = [tuple(sorted(case, key=str)) for case in cases]
@@ -163,11 +240,35 @@ def interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float,
     return float(low), float(high)
 
 
-def ratio_interval(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
-                   seed: int = 0) -> tuple[float, float, float]:
-    """Ratio of medians a / b, with its 95% hierarchical bootstrap interval."""
+def bootstrap_ratio_interval(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
+                             seed: int = 0, confidence: float = CONFIDENCE,
+                             ) -> tuple[float, float, float]:
+    """Ratio of pooled medians a / b, with its two-level bootstrap interval."""
     medians = bootstrap_medians([a, b], resamples=resamples, seed=seed)
-    return (pooled_median(a) / pooled_median(b), *interval(medians[:, 0] / medians[:, 1]))
+    return (pooled_median(a) / pooled_median(b),
+            *interval(medians[:, 0] / medians[:, 1], confidence))
+
+
+def ratio_interval(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
+                   seed: int = 0, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """Ratio a / b with its interval: between processes where two or more measured it
+    (``log_ratio_interval``), else the within-process bootstrap of the one process."""
+    found = log_ratio_interval(a, b, confidence)
+    if found is not None:
+        return found
+    return bootstrap_ratio_interval(a, b, resamples=resamples, seed=seed,
+                                    confidence=confidence)
+
+
+def process_table(cases: Sequence[Groups]) -> np.ndarray | None:
+    """The cases' medians in each process, shape (processes, cases), where every case
+    was measured in the same two or more processes; None otherwise (one process cannot
+    show the spread between processes)."""
+    medians = [process_medians(c) for c in cases]
+    keys = set(medians[0])
+    if len(keys) < 2 or any(set(m) != keys for m in medians):
+        return None
+    return np.array([[m[k] for m in medians] for k in sorted(keys, key=str)])
 
 
 FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "no meaningful difference", "inconclusive"
