@@ -41,7 +41,12 @@ CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, n
     ("First in its process", ("first_position_effect",)),
     ("Machine steadiness", ("machine_steadiness",)),
 ]
-VERDICT_RANK = {"does not hold": 0, "inconclusive": 1, "holds": 2, "not applicable": 3}
+VERDICT_RANK = {"does not hold": 0, "inconclusive": 1, "holds": 2, "not applicable here": 3,
+                "not applicable": 3}
+DECISIVE = ("holds", "does not hold")
+# A decisive verdict on a 95% interval is wrong by chance only when the interval misses
+# the truth on the side that decides it: at most 2.5% of the time.
+WRONG_BY_CHANCE = 0.025
 
 
 def like_document(value: float | None, printed: str | None) -> str:
@@ -234,6 +239,9 @@ def accuracy_words(claim: Row, framework: str | None, summary: list[Row]) -> str
         rows = [r for r in summary if r["case"] == case and r["metric"] == "accuracy"
                 and r.get("epoch") is not None]
         documented = [r for r in rows if r.get("document_value") is not None]
+        if claim.get("document") and any(r.get("document") == claim["document"]
+                                          for r in documented):
+            documented = [r for r in documented if r.get("document") == claim["document"]]
         if not documented:
             continue
         last = max(documented, key=lambda r: r["epoch"])
@@ -287,7 +295,8 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
         meta = claims_table.get(v["name"], {"short": v["claim"], "form": ""})
         row = rows.setdefault(v["name"], {"name": v["name"], "claim": v["claim"],
                                           "short": meta["short"], "section": v["section"],
-                                          "rule": v.get("rule"), "by": {}, "document": ""})
+                                          "rule": v.get("rule"), "by": {}, "document": "",
+                                          "applies": ""})
         framework = v["framework"] or DEFAULT_FRAMEWORK
         effect = effect_words(meta["form"], v.get("ratio"), v.get("ratio_low"),
                               v.get("ratio_high"), v.get("effect"))
@@ -298,15 +307,34 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
             effect = str(v.get("evidence") or "")
         if not effect and v["verdict"] == "not applicable":
             effect = not_run_words(runs.get((framework, v["section"])))
+        if v["verdict"] == "not applicable here":  # the reason, then what was measured
+            effect = f"{v['evidence']}; measured: {effect or v.get('finding') or '–'}"
         row["by"][framework] = {"verdict": v["verdict"], "effect": effect,
-                                "evidence": evidence_words(v, case_words)}
+                                "evidence": evidence_words(v, case_words),
+                                "finding": evidence_words({"evidence": v.get("finding")},
+                                                          case_words),
+                                "decisive": v["verdict"] in DECISIVE
+                                and v.get("ratio_low") is not None}
         found = document_ratio(meta, summary) if meta["form"] != "accuracy" else None
         if found is not None:
             words = effect_words(meta["form"], found[0], None, None)
             row["document"] = f"{words} ({found[1]})" if found[1] else words
+        row["document_verdict"] = v.get("document_verdict") or ""
+        row["document_by_variant"] = v.get("document_by_variant") or ""
+        row["document_evidence"] = v.get("document_evidence") or ""
+        if v.get("applies"):
+            row["applies"] = v["applies"]
     for row in rows.values():
         row["cells"] = [row["by"].get(f) for f in frameworks]
     return list(rows.values())
+
+
+def chance_line(claims: list[Row]) -> Row:
+    """How many of this run's decisive verdicts on an interval chance alone would turn
+    (each at most WRONG_BY_CHANCE), for the first screen."""
+    decisive = sum(1 for c in claims for cell in c["cells"] if cell and cell["decisive"])
+    return {"decisive": decisive, "expected": decisive * WRONG_BY_CHANCE,
+            "per_verdict": WRONG_BY_CHANCE}
 
 
 def percent(value: float) -> str:
@@ -798,6 +826,7 @@ def render(args: argparse.Namespace) -> str:
         preset=args.preset,
         sections=sections,
         claims=claims,
+        chance=chance_line(claims),
         checks=check_lines(verdicts, frameworks, runs),
         check_rows=[v for v in verdicts if v.get("kind") == "check"],
         overview=overview(figures, summary, frameworks, titles),

@@ -72,6 +72,9 @@ def test_scratch_printed_outputs_have_pytorch_counterparts(scratch):
     assert outputs["b1_weight"]["values"] == [0.0] * 20
     assert outputs["b1_grad"]["text"] == "None"  # .grad exists only after a backward pass
     assert "attach_grad" in record["notes"]["b1_grad"]
+    assert "first backward pass" in outputs["b1_grad"]["by_design"]  # a field, not the text
+    assert record["execution"] == {"device_kind": "cpu", "queues_work": False,
+                                   "separate_devices": False}
     assert outputs["allreduce_before"]["values"] == [[[1.0, 1.0]], [[2.0, 2.0]]]
     assert outputs["allreduce_after"]["values"] == [[[3.0, 3.0]], [[3.0, 3.0]]]
     assert outputs["split_input"]["values"] == [list(range(4 * i, 4 * i + 4)) for i in range(6)]

@@ -16,7 +16,8 @@ beside it as a finding. Every rule is also applied to the documents' own figures
 own claim.
 
 Verdicts: "holds", "does not hold", "inconclusive", "not applicable here" (the claim is
-not about what runs here) or "not applicable" (the section did not run, and why).
+not about what runs here) or "not applicable" (the section did not run, and why); the
+documents' verdict may also be "mixed" (their alternate runs disagree).
 Checks (``kind == "check"``) are not the chapter's: an A/A pair (identical work under
 two labels), the first-position effect and the machine's steadiness, which say how far
 the claims can be trusted.
@@ -35,7 +36,7 @@ import pandas as pd
 from d2lperf import stats
 
 HOLDS, FAILS, UNSURE, NA = "holds", "does not hold", "inconclusive", "not applicable"
-NOT_HERE = "not applicable here"
+NOT_HERE, MIXED = "not applicable here", "mixed"
 MIN_SAMPLES = 3  # fewer samples a side cannot support an interval
 OVERLAP_NEEDED = 0.5  # share of the shorter job hidden behind the longer one
 # "Returns at once": the call returns having taken under a quarter of the time still
@@ -112,8 +113,10 @@ class Verdict:
     ratio_low: float = float("nan")
     ratio_high: float = float("nan")
     applies: str = ""  # where the claim applies, in words
+    finding: str = ""  # where it does not apply: what was measured anyway
     document_verdict: str = ""  # the same rule applied to the documents' own figures
     document_evidence: str = ""
+    document_by_variant: str = ""  # "Linux: holds; Windows 10: does not hold"
 
 
 @dataclass
@@ -473,9 +476,11 @@ def document_figures(reference: pd.DataFrame, band: float, variant: str | None =
     return Measurements(samples.dropna(subset=["value"]), summary, runs, band, exact=True)
 
 
-def documents_verdict(claim: Claim, reference: pd.DataFrame, band: float) -> tuple[str, str]:
-    """The claim's rule on the documents' own figures: the verdict and its evidence (one
-    per alternate run where the documents printed several, e.g. Linux and Windows 10)."""
+def documents_verdict(claim: Claim, reference: pd.DataFrame,
+                      band: float) -> tuple[str, str, str]:
+    """The claim's rule on the documents' own figures: the verdict ("mixed" where their
+    alternate runs disagree), its evidence, and the verdict of each alternate run where
+    the documents printed several (Linux and Windows 10)."""
     prefer = "seeds/001" if claim.section == "multi_gpu_gluon" else None
     mine = reference[reference["experiment"] == claim.section]
     variants = [v for v in alternates(reference) if (mine["variant"] == v).any()] or [None]
@@ -486,10 +491,11 @@ def documents_verdict(claim: Claim, reference: pd.DataFrame, band: float) -> tup
     if len({(v, text) for _, v, text in found}) == 1:  # the variants are another section's
         found = [(None, *found[0][1:])]
     verdicts = {v for _, v, _ in found}
-    verdict = verdicts.pop() if len(verdicts) == 1 else "mixed"
+    verdict = verdicts.pop() if len(verdicts) == 1 else MIXED
     evidence = "; ".join(f"{v + ': ' if v else ''}{verdict_} ({text})"
                          for v, verdict_, text in found)
-    return verdict, evidence
+    by_variant = "; ".join(f"{v}: {verdict_}" for v, verdict_, _ in found if v)
+    return verdict, evidence, by_variant
 
 
 # A/A pairs: the same work under two labels, measured side by side.
@@ -592,13 +598,13 @@ def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.
         found = claim.check(m)
         why_not = claim.where.why_not(framework, runs.get(claim.section))
         if why_not is not None:
-            finding = found["evidence"]
-            found.update(verdict=NOT_HERE, evidence=f"{why_not}; measured anyway: {finding}")
-        document, document_evidence = documents_verdict(claim, reference, band)
+            found.update(verdict=NOT_HERE, evidence=why_not, finding=found["evidence"])
+        document, evidence, by_variant = documents_verdict(claim, reference, band)
         verdicts.append(Verdict(claim.text, claim.name, claim.section,
                                 rule=claim.rule or speed_rule(m), applies=where_words(
                                     claim.where), document_verdict=document,
-                                document_evidence=document_evidence, **found))
+                                document_evidence=evidence, document_by_variant=by_variant,
+                                **found))
     reaches = framework != "mxnet"  # a twin trains its own way: it should reach theirs
     rule = (f"holds when every measured accuracy is at least the document's figure for the "
             f"same epoch less {ACCURACY_MARGIN}" if reaches else
