@@ -5,8 +5,10 @@ import json
 import subprocess
 
 import pandas as pd
+import summarise
 
 from conftest import REPO, WORKFLOW_PYTHON
+from d2lperf.tables import load_reference
 
 HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
 
@@ -58,9 +60,6 @@ def test_two_frameworks_side_by_side(tmp_path):
 
 
 def test_an_output_that_differs_by_design_is_shown_so_and_not_a_failed_reproduction():
-    import summarise
-    from d2lperf.tables import load_reference
-
     reference = load_reference(REPO / "report/reference.csv")
     zeros = "[0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0.]"
     runs = {"pytorch": {"multi_gpu_scratch": {
