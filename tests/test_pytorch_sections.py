@@ -332,14 +332,15 @@ def test_async_memory_runs_each_mode_in_fresh_processes(torch_python, tmp_path):
     table = valid_rows(tmp_path)
     expected = {f"{mode}_{figure}": 2 for mode in ("sync", "async")
                 for figure in ("batch_2", "batch_4", "total", "memory_increase",
-                               "peak_memory_increase")}
+                               "peak_memory_increase", "warmed_total", "warmed_memory_increase",
+                               "warmed_peak_memory_increase")}
     assert cases(table) == expected
     units = {r["case"]: r["unit"] for r in table}
     assert units["sync_memory_increase"] == "MB" and units["async_total"] == "s"
     for row in table:
         if row["case"].endswith("_batch_4") or row["case"].endswith("_total"):
             assert float(row["value"]) > 0
-    assert done.stdout.count("increased memory:") == 4  # 2 modes x 2 fresh processes
+    assert done.stdout.count("increased memory:") == 8  # 2 ways x 2 modes x 2 processes
 
 
 def test_async_memory_gpu_figures_are_guarded(torch_python):
