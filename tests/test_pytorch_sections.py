@@ -176,13 +176,17 @@ def test_gluon_resnet18_is_d2ls_for_one_channel(torch_python):
         net = g.resnet18(10)
         net.apply(g.init_weights)
         y = net(torch.rand(2, 1, 28, 28))
+        bias = net[0].bias.detach().clone()
+        net.apply(g.init_weights)  # the book's second run: biases left as they are
         print(json.dumps([list(y.shape), sum(p.numel() for p in net.parameters()),
-                          float(net[0].weight.std())]))
+                          float(net[0].weight.std()), bool((bias != 0).any()),
+                          bool(torch.equal(bias, net[0].bias))]))
     """)
-    shape, parameters, std = got
+    shape, parameters, std, bias_drawn, bias_kept = got
     assert shape == [2, 10]
     assert parameters == 11_175_818  # what the MXNet twin's net trains (running stats aside)
     assert 0.008 < std < 0.012
+    assert bias_drawn and bias_kept  # as the book's init_weights: PyTorch's default biases
 
 
 def test_gluon_on_gpu_without_gpus_is_skipped_with_the_reason(torch_python, tmp_path):
@@ -384,6 +388,7 @@ def test_auto_parallelism_on_the_cpu_stand_in(torch_python, tmp_path):
     notes = read_run(tmp_path)["notes"]
     assert notes["two_gpus"].endswith("needs 2 GPUs, found 0")
     assert notes["compute_and_copy_streams"] == "not run: CUDA streams need a GPU"
+    assert notes["copy_to_cpu_pinned"] == "not run: pinned host memory needs a GPU"
     assert set(notes["gflops"]) == {"cpu_only", "gpu_only", "cpu_and_gpu", "gpu_compute"}
     assert "stand_in" in notes
 
@@ -481,9 +486,10 @@ def test_auto_parallelism_cuda_branches(torch_python):
     """)
     cases, calls, notes = got
     assert cases == sorted(["cpu_only", "gpu_only", "cpu_and_gpu", "gpu_compute", "copy_to_cpu",
-                            "compute_and_copy", "compute_and_copy_streams", "gpu1_only",
-                            "gpu2_only", "gpu1_and_gpu2"])
-    assert calls.count("pinned=True") == 3  # one pinned host buffer per product
+                            "compute_and_copy", "copy_to_cpu_pinned", "compute_and_copy_pinned",
+                            "compute_and_copy_streams", "gpu1_only", "gpu2_only",
+                            "gpu1_and_gpu2"])
+    assert calls.count("pinned=True") == 3  # one pinned host buffer per product, for the extras
     # each streamed copy: an event after its product, waited for on the copy stream
     streamed = ["event_record", "enter_stream", "wait_event", "leave_stream", "record_stream"]
     assert calls[calls.index("event_record"):][:5] == streamed
