@@ -5,7 +5,9 @@ a 95% interval from the spread between processes (``stats.ratio_interval``), aga
 practical band of 1 +- ``band``: the claimed side is faster when the whole interval
 lies below the band, slower when above, "no meaningful difference" when inside,
 inconclusive otherwise. Overlap claims are decided the same way on "together / (a + b)"
-and on the hidden share.
+and on the hidden share. A decisive verdict then has to pass Holm's correction over the
+framework's claims judged on an interval (``holm``): with about ten claims at 95% each,
+one in five runs would otherwise carry a verdict that chance alone decided.
 
 A claim says where it applies (``Where``: frameworks, device kinds, and what the
 framework must do there, such as queue work), checked against the fields of the run
@@ -25,7 +27,6 @@ the claims can be trusted.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -45,6 +46,9 @@ OVERLAP_NEEDED = 0.5  # share of the shorter job hidden behind the longer one
 # documents' own 0.0504 / 0.4571 = 0.11 holds with room.
 QUEUE_SHARE = 0.25
 ACCURACY_MARGIN = 0.05  # absolute test accuracy
+# A 95% interval clears an edge by chance at most 2.5% of the time; Holm's step-down
+# keeps that the chance of any wrong decisive verdict among a framework's claims.
+HOLM_ALPHA = 0.025
 DEFAULT_BAND = 0.05
 FRAMEWORK_NAMES = {"mxnet": "MXNet", "pytorch": "eager PyTorch"}
 # What a framework does not do on a device, in words, by the execution field it lacks.
@@ -113,6 +117,7 @@ class Verdict:
     ratio_low: float = float("nan")
     ratio_high: float = float("nan")
     applies: str = ""  # where the claim applies, in words
+    p_value: float = float("nan")  # chance alone giving this decisive verdict (holm)
     finding: str = ""  # where it does not apply: what was measured anyway
     document_verdict: str = ""  # the same rule applied to the documents' own figures
     document_evidence: str = ""
@@ -127,9 +132,34 @@ class Ratio:
     low: float
     high: float
     effect: str
+    # p of "the truth lies above (True) or below an edge", from the same data; None for
+    # printed figures, which have no spread
+    tail: Callable[[float, bool], float] | None = None
 
     def text(self, label: str) -> str:
         return f"{label} {self.value:.3g} [{self.low:.3g}–{self.high:.3g}]"
+
+    def p_value(self, edges: tuple[float, float], effect: str | None = None) -> float:
+        """How often chance alone would give this verdict against the band (or the rule's
+        edges): the one-sided p of the side the interval cleared; both sides for "no
+        meaningful difference" (two one-sided tests)."""
+        if self.tail is None:
+            return float("nan")
+        low, high = edges
+        effect = effect or self.effect
+        if effect == stats.FASTER:
+            return self.tail(low, False)
+        if effect == stats.SLOWER:
+            return self.tail(high, True)
+        if effect == stats.SAME:
+            return max(self.tail(low, True), self.tail(high, False))
+        return float("nan")
+
+
+def tail_of(estimate: stats.Estimate | None, replicates: np.ndarray | None = None):
+    if estimate is not None:
+        return estimate.p_value
+    return lambda edge, above: stats.replicate_p_value(replicates, edge, above)
 
 
 class Measurements:
@@ -188,18 +218,32 @@ class Measurements:
         ga, gb = (self.groups(experiment, c, metric, epochs) for c in (a, b))
         if ga is None or gb is None:
             return None
-        value, low, high = stats.ratio_interval(ga, gb)
+        if self.exact:
+            value = stats.pooled_median(ga) / stats.pooled_median(gb)
+            return Ratio(value, value, value, stats.classify(value, value, self.band))
+        estimate = stats.log_ratio_estimate(ga, gb)
+        replicates = None
+        if estimate is not None:
+            value, low, high = estimate.interval()
+        else:
+            value, low, high = stats.bootstrap_ratio_interval(ga, gb)
+            replicates = stats.bootstrap_ratio_replicates(ga, gb)
         effect = stats.classify(low, high, self.band) if self.decidable(ga, gb) \
             else stats.UNSURE
-        return Ratio(value, low, high, effect)
+        return Ratio(value, low, high, effect, tail_of(estimate, replicates))
+
+    @property
+    def edges(self) -> tuple[float, float]:
+        return 1 - self.band, 1 + self.band
 
 
 def count(groups: dict[int, list[float]]) -> int:
     return sum(len(v) for v in groups.values())
 
 
-def _result(verdict: str, evidence: str, ratio: Ratio | None = None) -> dict[str, Any]:
-    found = {"verdict": verdict, "evidence": evidence}
+def _result(verdict: str, evidence: str, ratio: Ratio | None = None,
+            p_value: float = float("nan")) -> dict[str, Any]:
+    found = {"verdict": verdict, "evidence": evidence, "p_value": p_value}
     if ratio is not None:
         found.update(effect=ratio.effect, ratio=ratio.value, ratio_low=ratio.low,
                      ratio_high=ratio.high)
@@ -214,7 +258,8 @@ def _speed_claim(m: Measurements, experiment: str, fast: str, slow: str, label: 
     verdict = {stats.FASTER: HOLDS, stats.SLOWER: FAILS, stats.SAME: FAILS}.get(
         ratio.effect, UNSURE)
     speedup = 1 / ratio.value if ratio.value else float("nan")
-    return _result(verdict, f"{ratio.text(label)}: {speedup:.2f}× ({ratio.effect})", ratio)
+    return _result(verdict, f"{ratio.text(label)}: {speedup:.2f}× ({ratio.effect})", ratio,
+                   ratio.p_value(m.edges))
 
 
 def speed_rule(m: Measurements) -> str:
@@ -222,7 +267,8 @@ def speed_rule(m: Measurements) -> str:
             f"t-interval on the per-process log ratios); holds when the whole interval lies "
             f"below 1 − {m.band:g}, does not hold when it lies above 1 + {m.band:g} or wholly "
             f"inside the band (no meaningful difference), otherwise (or with fewer than "
-            f"{MIN_SAMPLES} samples a side) inconclusive")
+            f"{MIN_SAMPLES} samples a side) inconclusive; a decisive verdict must also pass "
+            f"Holm's correction over the framework's claims (one-sided {HOLM_ALPHA:g})")
 
 
 def hybridize_is_faster(m: Measurements):
@@ -236,7 +282,9 @@ def queueing_returns_at_once(m: Measurements):
         return _result(NA, m.missing("async_computation") or "not measured")
     verdict = (HOLDS if ratio.high < QUEUE_SHARE else FAILS if ratio.low >= QUEUE_SHARE
                else UNSURE)
-    return _result(verdict, ratio.text("queued/finished") + " of the wait", ratio)
+    side = {HOLDS: stats.FASTER, FAILS: stats.SLOWER}.get(verdict, stats.UNSURE)
+    return _result(verdict, ratio.text("queued/finished") + " of the wait", ratio,
+                   ratio.p_value((QUEUE_SHARE, QUEUE_SHARE), side))
 
 
 def sync_call_slows_the_loop(m: Measurements):
@@ -252,7 +300,7 @@ def asynchrony_uses_more_memory(m: Measurements):
         ratio.effect, UNSURE)
     effect = {stats.SLOWER: "more", stats.FASTER: "less"}.get(ratio.effect, ratio.effect)
     return _result(verdict, f"RSS increase at the end {ratio.text('asynchronous/synchronous')} "
-                   f"({effect})", ratio)
+                   f"({effect})", ratio, ratio.p_value(m.edges))
 
 
 def _together(x: np.ndarray) -> np.ndarray:
@@ -272,22 +320,27 @@ def _overlap(m: Measurements, experiment: str, a: str, b: str, both: str):
         return None
     point = np.array([stats.pooled_median(g) for g in groups])
     figures = stats.process_table(groups)
-    if figures is not None and not m.exact:
-        mean, low, high = stats.t_interval(np.log(_together(figures)))
-        ratio = (math.exp(mean), math.exp(low), math.exp(high))
-        hidden = stats.t_interval(_share(figures))
+    if m.exact:
+        ratio, hidden = (float(_together(point)),) * 3, (float(_share(point)),) * 3
+        tails = (None, None)
+    elif figures is not None:
+        together = stats.t_estimate(_together(figures), log=True)
+        share = stats.t_estimate(_share(figures))
+        ratio, hidden = together.interval(), share.interval()
+        tails = (together.p_value, share.p_value)
     else:
         medians = stats.bootstrap_medians(groups)
         ratio = (float(_together(point)), *stats.interval(_together(medians)))
         hidden = (float(_share(point)), *stats.interval(_share(medians)))
+        tails = (tail_of(None, _together(medians)), tail_of(None, _share(medians)))
     effect = stats.classify(ratio[1], ratio[2], m.band) if m.decidable(*groups) \
         else stats.UNSURE
-    return Ratio(*ratio, effect), hidden
+    return Ratio(*ratio, effect, tails[0]), Ratio(*hidden, stats.UNSURE, tails[1])
 
 
-def _overlap_text(ratio: Ratio, hidden: tuple[float, float, float]) -> str:
+def _overlap_text(ratio: Ratio, hidden: Ratio) -> str:
     return (f"{ratio.text('together/(a+b)')} ({ratio.effect}); hidden share of the shorter "
-            f"{hidden[0]:.0%} [{hidden[1]:.0%}–{hidden[2]:.0%}]")
+            f"{hidden.value:.0%} [{hidden.low:.0%}–{hidden.high:.0%}]")
 
 
 def _overlap_claim(m: Measurements, experiment: str, a: str, b: str, both: str):
@@ -295,9 +348,11 @@ def _overlap_claim(m: Measurements, experiment: str, a: str, b: str, both: str):
     if found is None:
         return _result(NA, m.missing(experiment) or "not measured")
     ratio, hidden = found
-    verdict = (HOLDS if hidden[1] >= OVERLAP_NEEDED else FAILS if hidden[2] < OVERLAP_NEEDED
+    verdict = (HOLDS if hidden.low >= OVERLAP_NEEDED else FAILS if hidden.high < OVERLAP_NEEDED
                else UNSURE)
-    return _result(verdict, _overlap_text(ratio, hidden), ratio)
+    side = {HOLDS: stats.SLOWER, FAILS: stats.FASTER}.get(verdict, stats.UNSURE)
+    return _result(verdict, _overlap_text(ratio, hidden), ratio,
+                   hidden.p_value((OVERLAP_NEEDED, OVERLAP_NEEDED), side))
 
 
 def cpu_and_gpu_overlap(m: Measurements):
@@ -316,7 +371,7 @@ def small_ops_do_not_overlap(m: Measurements):
     ratio, hidden = found
     verdict = {stats.SAME: HOLDS, stats.SLOWER: HOLDS, stats.FASTER: FAILS}.get(
         ratio.effect, UNSURE)
-    return _result(verdict, _overlap_text(ratio, hidden), ratio)
+    return _result(verdict, _overlap_text(ratio, hidden), ratio, ratio.p_value(m.edges))
 
 
 def two_devices_speed_up_resnet(m: Measurements):
@@ -605,6 +660,7 @@ def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.
                                     claim.where), document_verdict=document,
                                 document_evidence=evidence, document_by_variant=by_variant,
                                 **found))
+    holm(verdicts)
     reaches = framework != "mxnet"  # a twin trains its own way: it should reach theirs
     rule = (f"holds when every measured accuracy is at least the document's figure for the "
             f"same epoch less {ACCURACY_MARGIN}" if reaches else
@@ -619,6 +675,28 @@ def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.
     for verdict in verdicts:
         verdict.framework = framework
     return verdicts
+
+
+def holm(verdicts: list[Verdict]) -> None:
+    """Holm's step-down over a framework's claims judged on an interval (m of them,
+    decisive or not): in order of their p-values, the k-th decisive one stays decisive
+    only while p <= HOLM_ALPHA / (m - k + 1); from the first that does not, it and every
+    later one become inconclusive, saying why. So the chance that any decisive verdict
+    of the framework is chance's doing stays under 2.5% however many claims apply; one
+    clear of its band by far keeps its verdict."""
+    tested = [v for v in verdicts if v.kind == "claim" and v.verdict in (HOLDS, FAILS, UNSURE)
+              and v.ratio == v.ratio]
+    decisive = sorted((v for v in tested if v.verdict != UNSURE and v.p_value == v.p_value),
+                      key=lambda v: v.p_value)
+    for k, verdict in enumerate(decisive):
+        limit = HOLM_ALPHA / (len(tested) - k)
+        if verdict.p_value > limit:
+            for later in decisive[k:]:
+                later.evidence += (f"; {later.verdict} by its own interval, but not after the "
+                                   f"correction for the {len(tested)} claims judged (Holm: "
+                                   f"p {later.p_value:.2g} > {limit:.2g})")
+                later.verdict = UNSURE
+            return
 
 
 def as_frame(verdicts: list[Verdict]) -> pd.DataFrame:

@@ -6,6 +6,7 @@ import math
 import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -127,70 +128,117 @@ Groups = Mapping[object, Sequence[float]]  # one case's samples, by the process 
 CONFIDENCE = 0.95
 
 
+def t_cdf(x: float, df: float) -> float:
+    """Student's t distribution function (no scipy here): Simpson's rule on the density
+    from 0 to x, exact to ~1e-7 for the few degrees of freedom processes give."""
+    if x < 0:
+        return 1 - t_cdf(-x, df)
+    scale = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    grid = np.linspace(0.0, x, 2001)
+    pdf = scale * (1 + grid**2 / df) ** (-(df + 1) / 2)
+    h = x / 2000
+    return float(min(1.0, 0.5 + h / 3 * (pdf[0] + pdf[-1] + 4 * pdf[1:-1:2].sum()
+                                          + 2 * pdf[2:-1:2].sum())))
+
+
 @lru_cache(maxsize=256)
 def t_quantile(p: float, df: float) -> float:
-    """Student's t quantile (no scipy here): bisection on the CDF, integrated with
-    Simpson's rule; exact to ~1e-6 for the few degrees of freedom processes give."""
+    """Student's t quantile: bisection on ``t_cdf``."""
     if not 0 < p < 1 or df <= 0:
         raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got {p}, {df}")
     if p < 0.5:
         return -t_quantile(1 - p, df)
-    scale = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
-
-    def cdf(x: float) -> float:
-        grid = np.linspace(0.0, x, 2001)
-        pdf = scale * (1 + grid**2 / df) ** (-(df + 1) / 2)
-        h = x / 2000
-        return 0.5 + h / 3 * (pdf[0] + pdf[-1] + 4 * pdf[1:-1:2].sum() + 2 * pdf[2:-1:2].sum())
-
     low, high = 0.0, 1.0
-    while cdf(high) < p:
+    while t_cdf(high, df) < p:
         high *= 2
     for _ in range(60):
         middle = (low + high) / 2
-        low, high = (middle, high) if cdf(middle) < p else (low, middle)
+        low, high = (middle, high) if t_cdf(middle, df) < p else (low, middle)
     return (low + high) / 2
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over processes with its standard error and degrees of freedom; ``log``:
+    of log ratios (its interval and edges are on the ratio's scale)."""
+
+    mean: float
+    se: float
+    df: float
+    log: bool = True
+
+    def _scale(self, x: float) -> float:
+        return math.log(x) if self.log else x
+
+    def _back(self, x: float) -> float:
+        return math.exp(x) if self.log else x
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+        half = t_quantile(1 - (1 - confidence) / 2, self.df) * self.se if self.se > 0 else 0.0
+        return self._back(self.mean), self._back(self.mean - half), self._back(self.mean + half)
+
+    def p_value(self, edge: float, above: bool) -> float:
+        """One-sided p of "the truth lies above ``edge``" (``above``) or below it: how
+        often chance alone would show this much if the truth sat on the edge."""
+        distance = (self.mean - self._scale(edge)) * (1 if above else -1)
+        if self.se == 0:
+            return 0.0 if distance > 0 else 1.0
+        return t_cdf(-distance / self.se, self.df)
 
 
 def process_medians(case: Groups) -> dict[object, float]:
     return {k: float(np.median(np.asarray(v, dtype=float))) for k, v in case.items() if len(v)}
 
 
-def t_interval(values: Sequence[float], confidence: float = CONFIDENCE,
-               ) -> tuple[float, float, float]:
-    """Mean of per-process values with its t-interval (n - 1 degrees of freedom)."""
+def t_estimate(values: Sequence[float], log: bool = False) -> Estimate:
+    """The mean of per-process values (of their logs where ``log``), n - 1 degrees of
+    freedom."""
     x = np.asarray(values, dtype=float)
     if len(x) < 2:
         raise ValueError("a t-interval needs two or more processes")
-    mean, half = float(x.mean()), 0.0
-    spread = float(x.std(ddof=1))
-    if spread > 0:
-        half = t_quantile(1 - (1 - confidence) / 2, len(x) - 1) * spread / math.sqrt(len(x))
-    return mean, mean - half, mean + half
+    if log:
+        x = np.log(x)
+    return Estimate(float(x.mean()), float(x.std(ddof=1)) / math.sqrt(len(x)), len(x) - 1, log)
 
 
-def log_ratio_interval(a: Groups, b: Groups, confidence: float = CONFIDENCE,
-                       ) -> tuple[float, float, float] | None:
-    """The ratio a / b from per-process medians, with its interval, or None where only
-    one process measured it. Cases measured in the same processes are paired: one log
-    ratio per process, t-interval. Cases from different processes: the difference of
-    their mean log medians, Welch's interval; a side measured once counts as known."""
+def t_interval(values: Sequence[float], confidence: float = CONFIDENCE,
+               ) -> tuple[float, float, float]:
+    """Mean of per-process values with its t-interval (n - 1 degrees of freedom)."""
+    return t_estimate(values).interval(confidence)
+
+
+def log_ratio_estimate(a: Groups, b: Groups) -> Estimate | None:
+    """The log ratio a / b from per-process medians, or None where only one process
+    measured it. Cases measured in the same processes are paired: one log ratio per
+    process. Cases from different processes: the difference of their mean log medians
+    (Welch); a side measured once counts as known."""
     ma, mb = process_medians(a), process_medians(b)
-    shared = sorted(set(ma) & set(mb), key=str)
-    if set(ma) == set(mb) and len(shared) >= 2:
-        mean, low, high = t_interval([math.log(ma[k] / mb[k]) for k in shared], confidence)
-        return math.exp(mean), math.exp(low), math.exp(high)
+    if set(ma) == set(mb) and len(ma) >= 2:
+        return t_estimate([ma[k] / mb[k] for k in sorted(ma, key=str)], log=True)
     la, lb = (np.log(list(m.values())) for m in (ma, mb))
     if len(la) < 2 and len(lb) < 2:
         return None
     terms = [x.var(ddof=1) / len(x) if len(x) >= 2 else 0.0 for x in (la, lb)]
-    mean = float(la.mean() - lb.mean())
-    se = math.sqrt(sum(terms))
+    mean, se = float(la.mean() - lb.mean()), math.sqrt(sum(terms))
     if se == 0:
-        return math.exp(mean), math.exp(mean), math.exp(mean)
+        return Estimate(mean, 0.0, 1.0)
     df = se**4 / sum(t**2 / (len(x) - 1) for t, x in zip(terms, (la, lb)) if len(x) >= 2)
-    half = t_quantile(1 - (1 - confidence) / 2, df) * se
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    return Estimate(mean, se, df)
+
+
+def log_ratio_interval(a: Groups, b: Groups, confidence: float = CONFIDENCE,
+                       ) -> tuple[float, float, float] | None:
+    """The ratio a / b with its interval between processes (``log_ratio_estimate``)."""
+    found = log_ratio_estimate(a, b)
+    return None if found is None else found.interval(confidence)
+
+
+def replicate_p_value(replicates: np.ndarray, edge: float, above: bool) -> float:
+    """``Estimate.p_value`` from bootstrap replicates: the share on the other side."""
+    values = np.asarray(replicates, dtype=float)
+    values = values[~np.isnan(values)]
+    beyond = np.sum(values <= edge) if above else np.sum(values >= edge)
+    return float((beyond + 1) / (len(values) + 1))
 
 
 def bootstrap_medians(cases: Sequence[Groups], *, resamples: int = BOOTSTRAP_RESAMPLES,
@@ -240,13 +288,18 @@ def interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float,
     return float(low), float(high)
 
 
+def bootstrap_ratio_replicates(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
+                               seed: int = 0) -> np.ndarray:
+    medians = bootstrap_medians([a, b], resamples=resamples, seed=seed)
+    return medians[:, 0] / medians[:, 1]
+
+
 def bootstrap_ratio_interval(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
                              seed: int = 0, confidence: float = CONFIDENCE,
                              ) -> tuple[float, float, float]:
     """Ratio of pooled medians a / b, with its two-level bootstrap interval."""
-    medians = bootstrap_medians([a, b], resamples=resamples, seed=seed)
-    return (pooled_median(a) / pooled_median(b),
-            *interval(medians[:, 0] / medians[:, 1], confidence))
+    replicates = bootstrap_ratio_replicates(a, b, resamples=resamples, seed=seed)
+    return pooled_median(a) / pooled_median(b), *interval(replicates, confidence)
 
 
 def ratio_interval(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
