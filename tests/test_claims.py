@@ -270,6 +270,7 @@ def test_every_rule_holds_on_the_documents_own_figures():
             assert found.document_verdict == "mixed"
             assert found.document_evidence.startswith("Linux: holds")
             assert "Windows 10: does not hold" in found.document_evidence
+            assert "the gain is Linux's" in found.document_evidence  # the report says why
             continue
         assert found.document_verdict == "holds", (claim.name, found.document_evidence)
     assert "queued/finished 0.11" in v["queueing_returns_at_once"].document_evidence
