@@ -296,8 +296,9 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
         row = rows.setdefault(v["name"], {"name": v["name"], "claim": v["claim"],
                                           "short": meta["short"], "section": v["section"],
                                           "rule": v.get("rule"), "by": {}, "document": "",
-                                          "applies": ""})
+                                          "applies": "", "rules": {}})
         framework = v["framework"] or DEFAULT_FRAMEWORK
+        row["rules"][FRAMEWORKS.get(framework, framework)] = v.get("rule")
         effect = effect_words(meta["form"], v.get("ratio"), v.get("ratio_low"),
                               v.get("ratio_high"), v.get("effect"))
         if meta["form"] == "accuracy":
@@ -326,6 +327,8 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
             row["applies"] = v["applies"]
     for row in rows.values():
         row["cells"] = [row["by"].get(f) for f in frameworks]
+        if len(set(row["rules"].values())) > 1:  # a twin judged its own way (accuracy)
+            row["rule"] = "; ".join(f"{name}: {rule}" for name, rule in row["rules"].items())
     return list(rows.values())
 
 
