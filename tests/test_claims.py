@@ -195,11 +195,16 @@ EAGER_CPU = {
 
 
 def test_no_pytorch_row_on_a_cpu_reads_does_not_hold_for_a_claim_that_does_not_apply():
-    samples = frame(*[r for e, cases in EAGER_CPU.items() for r in pytorch_rows(e, cases)])
-    runs = {e: eager_cpu_run() for e in EAGER_CPU}
+    memory = [rows("async_memory", case, {p: [30.0 + p / 10] for p in range(4)}, "memory",
+                   framework="pytorch")
+              for case in ("sync_memory_increase", "async_memory_increase")]
+    samples = frame(*[r for e, cases in EAGER_CPU.items() for r in pytorch_rows(e, cases)],
+                    *memory)
+    runs = {e: eager_cpu_run() for e in (*EAGER_CPU, "async_memory")}
     v = verdicts(samples, runs, framework="pytorch")
     for name in ("queueing_returns_at_once", "sync_call_slows_loop", "cpu_gpu_overlap",
-                 "compute_copy_overlap", "small_ops_no_overlap"):
+                 "compute_copy_overlap", "small_ops_no_overlap",
+                 "asynchrony_uses_more_memory"):
         assert v[name].verdict == "not applicable here", (name, v[name].evidence)
         assert v[name].evidence.startswith("eager PyTorch on a CPU: each op finishes before "
                                            "it returns"), v[name].evidence
