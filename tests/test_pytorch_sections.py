@@ -157,8 +157,10 @@ def test_gluon_printed_outputs_have_pytorch_counterparts(gluon):
     outputs = record["outputs"]
     first, second = outputs["net_outputs"]["values"]
     assert len(first) == len(second) == 2 and all(len(row) == 10 for row in first + second)
-    # N(0, 0.01) weights through 18 layers: outputs about 1e-6, as in the notebook
-    assert 0 < max(abs(v) for row in first + second for v in row) < 1e-4
+    # N(0, 0.01) weights through 18 layers leave little but the last layer's bias, which
+    # the book's PyTorch init keeps at PyTorch's default, |b| <= 1/sqrt(512) = 0.044 (the
+    # MXNet notebook's zero biases printed about 1e-6)
+    assert 0 < max(abs(v) for row in first + second for v in row) < 0.05
     assert outputs["weight_same_on_devices"]["text"] == "True"
     assert outputs["weight_not_initialized_on"]["text"].startswith("not applicable in PyTorch")
     assert re.search(r"^test acc: 0\.\d\d, \d+\.\d sec/epoch on \[device\(type='cpu'\), "
