@@ -5,10 +5,13 @@ Reads machine.json, summary.csv, outputs.csv, verdicts.csv, each section's run.j
 summary.csv and outputs.csv, which took them from report/reference.csv. Beside
 report/sections.csv lie the report's own tables: labels.csv (human labels of the cases
 the documents did not print) and claims.csv (each claim's short name, how its ratio
-reads in words, and which of the documents' figures give the document's own ratio).
+reads in words, which of the documents' figures give the document's own ratio, and
+whose figures to prefer where two documents printed one).
 
 The page: the answer first (machine, frameworks, preset, date, the measurement checks,
-then every claim with a verdict per framework), one overview figure of every timed case
+then every claim with a verdict per framework, or "not applicable here" with the reason
+and what was measured, beside the documents' own verdict by the same rule, and how many
+decisive verdicts chance could have decided), one overview figure of every timed case
 against the document, then a section each with its headline, plot and folded tables.
 Autoescaping is on: machine names and log text are data, never markup.
 """
