@@ -5,10 +5,13 @@ Reads machine.json, summary.csv, outputs.csv, verdicts.csv, each section's run.j
 summary.csv and outputs.csv, which took them from report/reference.csv. Beside
 report/sections.csv lie the report's own tables: labels.csv (human labels of the cases
 the documents did not print) and claims.csv (each claim's short name, how its ratio
-reads in words, and which of the documents' figures give the document's own ratio).
+reads in words, which of the documents' figures give the document's own ratio, and
+whose figures to prefer where two documents printed one).
 
 The page: the answer first (machine, frameworks, preset, date, the measurement checks,
-then every claim with a verdict per framework), one overview figure of every timed case
+then every claim with a verdict per framework, or "not applicable here" with the reason
+and what was measured, beside the documents' own verdict by the same rule, and how many
+decisive verdicts chance could have decided), one overview figure of every timed case
 against the document, then a section each with its headline, plot and folded tables.
 Autoescaping is on: machine names and log text are data, never markup.
 """
@@ -42,7 +45,12 @@ CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, n
     ("First in its process", ("first_position_effect",)),
     ("Machine steadiness", ("machine_steadiness",)),
 ]
-VERDICT_RANK = {"does not hold": 0, "inconclusive": 1, "holds": 2, "not applicable": 3}
+VERDICT_RANK = {"does not hold": 0, "inconclusive": 1, "holds": 2, "not applicable here": 3,
+                "not applicable": 3}
+DECISIVE = ("holds", "does not hold")
+# Holm's correction over each framework's claims (d2lperf.claims.holm): the chance that
+# any of one framework's decisive verdicts is chance's doing is at most this.
+WRONG_BY_CHANCE = 0.025
 
 
 def like_document(value: float | None, printed: str | None) -> str:
@@ -235,6 +243,9 @@ def accuracy_words(claim: Row, framework: str | None, summary: list[Row]) -> str
         rows = [r for r in summary if r["case"] == case and r["metric"] == "accuracy"
                 and r.get("epoch") is not None]
         documented = [r for r in rows if r.get("document_value") is not None]
+        if claim.get("document") and any(r.get("document") == claim["document"]
+                                          for r in documented):
+            documented = [r for r in documented if r.get("document") == claim["document"]]
         if not documented:
             continue
         last = max(documented, key=lambda r: r["epoch"])
@@ -288,8 +299,10 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
         meta = claims_table.get(v["name"], {"short": v["claim"], "form": ""})
         row = rows.setdefault(v["name"], {"name": v["name"], "claim": v["claim"],
                                           "short": meta["short"], "section": v["section"],
-                                          "rule": v.get("rule"), "by": {}, "document": ""})
+                                          "rule": v.get("rule"), "by": {}, "document": "",
+                                          "applies": "", "rules": {}})
         framework = v["framework"] or DEFAULT_FRAMEWORK
+        row["rules"][FRAMEWORKS.get(framework, framework)] = v.get("rule")
         effect = effect_words(meta["form"], v.get("ratio"), v.get("ratio_low"),
                               v.get("ratio_high"), v.get("effect"))
         if meta["form"] == "accuracy":
@@ -303,15 +316,37 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
             effect = not_run_words(run)
             # a section that failed is no claim that does not apply: say what happened
             shown = "failed" if run and run.get("status") == "failed" else shown
+        if v["verdict"] == "not applicable here":  # the reason, then what was measured
+            effect = f"{v['evidence']}; measured: {effect or v.get('finding') or '–'}"
         row["by"][framework] = {"verdict": shown, "effect": effect,
-                                "evidence": evidence_words(v, case_words)}
+                                "evidence": evidence_words(v, case_words),
+                                "finding": evidence_words({"evidence": v.get("finding")},
+                                                          case_words),
+                                "decisive": v["verdict"] in DECISIVE
+                                and v.get("ratio_low") is not None}
         found = document_ratio(meta, summary) if meta["form"] != "accuracy" else None
         if found is not None:
             words = effect_words(meta["form"], found[0], None, None)
             row["document"] = f"{words} ({found[1]})" if found[1] else words
+        row["document_verdict"] = v.get("document_verdict") or ""
+        row["document_by_variant"] = v.get("document_by_variant") or ""
+        row["document_evidence"] = v.get("document_evidence") or ""
+        if v.get("applies"):
+            row["applies"] = v["applies"]
     for row in rows.values():
         row["cells"] = [row["by"].get(f) for f in frameworks]
+        if len(set(row["rules"].values())) > 1:  # a twin judged its own way (accuracy)
+            row["rule"] = "; ".join(f"{name}: {rule}" for name, rule in row["rules"].items())
     return list(rows.values())
+
+
+def chance_line(claims: list[Row]) -> Row:
+    """How many of this run's decisive verdicts on an interval chance alone could have
+    decided, for the first screen: at most WRONG_BY_CHANCE per framework that has any."""
+    counts = [sum(1 for c in claims if c["cells"][k] and c["cells"][k]["decisive"])
+              for k in range(max((len(c["cells"]) for c in claims), default=0))]
+    return {"decisive": sum(counts), "expected": WRONG_BY_CHANCE * sum(1 for n in counts if n),
+            "per_framework": WRONG_BY_CHANCE}
 
 
 def percent(value: float) -> str:
@@ -803,6 +838,7 @@ def render(args: argparse.Namespace) -> str:
         preset=args.preset,
         sections=sections,
         claims=claims,
+        chance=chance_line(claims),
         checks=check_lines(verdicts, frameworks, runs),
         check_rows=[v for v in verdicts if v.get("kind") == "check"],
         overview=overview(figures, summary, frameworks, titles),

@@ -131,6 +131,8 @@ def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
             label = {True: "yes", False: "no", None: "not measured"}[match]
             if other and got is not None:
                 label, rule = "other parameters", f"not compared: {other}"
+            elif got is not None and got.get("by_design"):
+                label, rule = "by design", f"differs by {framework}'s design: {got['by_design']}"
             elif got is not None and got["text"].startswith("not applicable in "):
                 label, rule = "not applicable", got["text"]
             elif got is not None and framework != DEFAULT_FRAMEWORK \
@@ -157,8 +159,10 @@ def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
 
 def outputs_verdict(outputs: pd.DataFrame, framework: str) -> claims.Verdict:
     """Whether this machine prints what the documents printed, where that is deterministic."""
-    compared = outputs[outputs["match"].isin(["yes", "no"]) & (outputs["framework"] == framework)]
+    mine = outputs[outputs["framework"] == framework]
+    compared = mine[mine["match"].isin(["yes", "no"])]
     failed = compared[compared["match"] == "no"]
+    designed = mine[mine["match"] == "by design"]
     if compared.empty:
         verdict, evidence = claims.NA, "no printed output was measured"
     else:
@@ -166,6 +170,9 @@ def outputs_verdict(outputs: pd.DataFrame, framework: str) -> claims.Verdict:
         evidence = f"{len(compared) - len(failed)} of {len(compared)} printed outputs match"
         if not failed.empty:
             evidence += "; differ: " + ", ".join(failed["case"])
+    if not designed.empty:
+        evidence += ("; not compared, different by the framework's design: "
+                     + ", ".join(designed["case"]))
     return claims.Verdict("the documents' printed outputs are reproduced", "outputs_reproduced",
                           "all", verdict, evidence, "each output's own rule (outputs table)",
                           framework=framework)

@@ -294,7 +294,7 @@ def test_labels_refuse_an_incomplete_row():
 def test_every_claim_has_a_row_in_claims_csv():
     with open(REPO / "report/claims.csv", newline="", encoding="utf-8") as handle:
         rows = {r["name"]: r for r in csv.DictReader(handle)}
-    names = {c[0] for c in claims_module.CLAIMS} | {
+    names = {c.name for c in claims_module.CLAIMS} | {
         "lenet_accuracy_as_documented", "resnet_accuracy_as_documented", "outputs_reproduced"}
     assert names <= set(rows)
     forms = {"speedup", "share", "overlap", "more", "accuracy", "outputs"}
@@ -353,3 +353,41 @@ def test_a_training_run_the_machine_cannot_hold_is_named_with_its_reason():
         "notes": {"runs_not_run": {"resnet18_2_devices": "needs 2 GPUs, found 1"}}})
     assert line["status"] == "ok"
     assert line["text"] == "61.0 s; the 2-device run not run: needs 2 GPUs, found 1"
+
+
+def test_first_screen_never_says_does_not_hold_for_a_claim_that_does_not_apply(tmp_path):
+    """Eager PyTorch on a CPU: the queueing claim's row reads 'not applicable here' with the
+    reason and the measurement beside it; the documents' own verdict by the same rule."""
+    args = tables(tmp_path)
+    rows = list(csv.DictReader(open(args.verdicts, encoding="utf-8")))
+    columns = VERDICT_COLUMNS + ["finding", "applies", "document_verdict",
+                                 "document_evidence", "document_by_variant"]
+    for framework, result in (("mxnet", "holds"), ("pytorch", "not applicable here")):
+        row = verdict(framework, "queueing_returns_at_once", "async_computation", result,
+                      evidence="eager PyTorch on a CPU: each op finishes before it returns"
+                      if framework == "pytorch" else "queued/finished 0.01")
+        row.update(ratio=2180.0 if framework == "pytorch" else 0.01, ratio_low=2000.0
+                   if framework == "pytorch" else 0.008, ratio_high=2300.0
+                   if framework == "pytorch" else 0.012,
+                   finding="queued/finished 2.18e+03" if framework == "pytorch" else "",
+                   document_verdict="holds",
+                   document_evidence="holds (queued/finished 0.11 of the wait)")
+        rows.append(row)
+    write_csv(args.verdicts, columns, rows)
+    page = render_report.render(args)
+    claims = re.search(r'id="claims">(.*?)</table>', page, re.S).group(1)
+    row = next(r for r in claims.split("<tr>") if "front end returns at once" in r)
+    cells = [text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells[0].split()[0] == "holds"
+    assert cells[1].split(" measured")[0].strip().startswith("not applicable here")
+    assert "does not hold" not in row
+    assert "each op finishes before it returns; measured: queueing 2180× the wait" in cells[1]
+    assert cells[2].split()[0] == "holds"  # the documents' figures are not in this summary
+    caption = re.search(r"<caption>(.*?)</caption>", claims, re.S).group(1)
+    # 3 decisive (2 + MXNet's queueing), in two frameworks: 2 x 0.025
+    assert "of this run's 3 decisive verdicts, at most 0.05 are expected wrong" in caption
+    view = render_report.claim_rows(render_report.records(args.verdicts), ["mxnet", "pytorch"],
+                                    {}, [], {}, {})
+    queue = next(c for c in view if c["name"] == "queueing_returns_at_once")
+    assert queue["document_evidence"].startswith("holds (queued/finished 0.11")
+    assert queue["cells"][1]["finding"] == "queued/finished 2.18e+03"

@@ -5,8 +5,10 @@ import json
 import subprocess
 
 import pandas as pd
+import summarise
 
 from conftest import REPO, WORKFLOW_PYTHON
+from d2lperf.tables import load_reference
 
 HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
 
@@ -55,3 +57,18 @@ def test_two_frameworks_side_by_side(tmp_path):
     assert outputs.loc[("pytorch", "symbolic_program_result"), "match"] == "no document figure"
     assert outputs.loc[("pytorch", "mlp_symbolic_output"), "match"] == "counterpart"
     assert outputs.loc[("mxnet", "mlp_symbolic_output"), "match"] == "yes"
+
+
+def test_an_output_that_differs_by_design_is_shown_so_and_not_a_failed_reproduction():
+    reference = load_reference(REPO / "report/reference.csv")
+    zeros = "[0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0.]"
+    runs = {"pytorch": {"multi_gpu_scratch": {
+        "status": "ok", "parameters": {},
+        "outputs": {"b1_weight": {"text": zeros, "values": [0.0] * 20},
+                    "b1_grad": {"text": "None", "by_design": "no .grad before backward"}}}}}
+    outputs = summarise.outputs_table(runs, reference).set_index("case")
+    assert outputs.loc["b1_grad", "match"] == "by design"
+    assert "no .grad before backward" in outputs.loc["b1_grad", "rule"]
+    verdict = summarise.outputs_verdict(outputs.reset_index(), "pytorch")
+    assert verdict.verdict == "holds", verdict.evidence
+    assert "different by the framework's design: b1_grad" in verdict.evidence

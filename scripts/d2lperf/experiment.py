@@ -243,10 +243,12 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         from d2lperf import mxnet as d2l_mxnet
 
         record["mxnet"] = d2l_mxnet.build_info()
+        record["execution"] = d2l_mxnet.execution(getattr(args, "on", "cpu"))
     if "torch" in sys.modules:
         from d2lperf import torch as d2l_torch
 
         record["torch"] = d2l_torch.build_info()
+        record["execution"] = d2l_torch.execution(getattr(args, "on", "cpu"))
     return record, recorder.rows
 
 

@@ -166,42 +166,59 @@ def check_workload(args: argparse.Namespace) -> None:
                                f"--batches ({args.batches}): no batch would be reported")
 
 
+WARMED = "warmed"  # the extra way: after --warmup forward passes, parameters in place
+
+
 def run_modes(args: argparse.Namespace, script: str, child_flags: Sequence[str] = ()) -> Runs:
     """Every (mode, repeat) in a fresh process (``script --child MODE``), the modes
     alternating so that a drift in the machine's load touches both alike; each run's
-    figures, by mode."""
-    runs: Runs = {mode: [] for mode in MODES}
+    figures, by mode. First the document's way, the counterpart of its figures: no
+    warm-up, so the loop's first batch also allocates the parameters, as the seed's
+    did (its warm-up lines are commented out). Then, with ``--warmup`` N > 0, the same
+    after N untimed forward passes (``sync_warmed``, ``async_warmed``): an extra that
+    leaves the parameters' allocation out of the increase."""
+    ways = [("", 0)] + ([(f"_{WARMED}", args.warmup)] if args.warmup > 0 else [])
+    runs: Runs = {f"{mode}{suffix}": [] for suffix, _ in ways for mode in MODES}
     with tempfile.TemporaryDirectory(prefix="async_memory.") as tmp:
         for repeat in range(args.repeats):
-            for mode in MODES:
-                print(f"{mode}, repeat {repeat}:", flush=True)
-                result = Path(tmp) / f"{mode}-{repeat}.json"
-                subprocess.run([sys.executable, script, "--child", mode, "--result", str(result),
-                                "--threads", str(args.threads), "--warmup", str(args.warmup),
-                                *child_flags, *workload_flags(args)], check=True)
-                runs[mode].append(read_json(result))
+            for suffix, warmup in ways:
+                for mode in MODES:
+                    print(f"{mode}{suffix}, repeat {repeat}:", flush=True)
+                    result = Path(tmp) / f"{mode}{suffix}-{repeat}.json"
+                    subprocess.run([sys.executable, script, "--child", mode, "--result",
+                                    str(result), "--threads", str(args.threads), "--warmup",
+                                    str(warmup), *child_flags, *workload_flags(args)],
+                                   check=True)
+                    runs[f"{mode}{suffix}"].append(read_json(result))
     return runs
 
 
 def record_runs(rec: Recorder, args: argparse.Namespace, runs: Runs,
                 figures: Sequence[str] = MEMORY_FIGURES, devices: str | None = None) -> None:
-    """Each mode's runs as samples: the elapsed time at every reported batch, the total,
-    and the memory figures; printed as they are recorded."""
+    """Each mode's runs as samples: the elapsed time at every reported batch (the
+    document's way only: those are its figures), the total, and the memory figures;
+    printed as they are recorded."""
     def record(case: str, metric: str, unit: str, values: list[float]) -> None:
         rec.samples(case, metric, unit, values, devices=devices)
         print(f"{case}: median {Stats(values).median:.4f} {unit} over {len(values)} repeats",
               flush=True)
 
-    for mode in MODES:
-        for k in range(args.report_every, args.batches + 1, args.report_every):
-            record(f"{mode}_batch_{k}", "time", "s",
-                   [run["batch_seconds"][str(k)] for run in runs[mode]])
-        record(f"{mode}_total", "time", "s", [run["total_seconds"] for run in runs[mode]])
+    for name, found in runs.items():
+        if name in MODES:
+            for k in range(args.report_every, args.batches + 1, args.report_every):
+                record(f"{name}_batch_{k}", "time", "s",
+                       [run["batch_seconds"][str(k)] for run in found])
+        record(f"{name}_total", "time", "s", [run["total_seconds"] for run in found])
         for figure in figures:
-            record(f"{mode}_{figure}", "memory", "MB", [run[figure] for run in runs[mode]])
+            record(f"{name}_{figure}", "memory", "MB", [run[figure] for run in found])
     rec.notes.update(
         process_per_run="each (mode, repeat) ran in a fresh process, modes alternating",
-        peak_memory_method={mode: [run["peak_method"] for run in runs[mode]] for mode in MODES},
+        warm_up=("the document's figures without a warm-up, as the seed ran (its memory "
+                 "increase includes the parameters' allocation); *_warmed_* after "
+                 f"{args.warmup} untimed forward passes" if args.warmup else
+                 "the document's figures without a warm-up, as the seed ran"),
+        peak_memory_method={name: [run["peak_method"] for run in found]
+                            for name, found in runs.items()},
     )
 
 
@@ -226,7 +243,8 @@ def workload_flags(args: argparse.Namespace) -> list[str]:
 def add_process_options(p: argparse.ArgumentParser) -> None:
     """Samples here are fresh processes and warm-up is batches inside each: own help texts."""
     p.add_argument("--warmup", type=non_negative_int, default=1,
-                   help="untimed forward passes in each process before measuring, the "
-                        "document's commented-out warm-up (default: 1)")
+                   help="untimed forward passes of the extra, warmed runs (the document's "
+                        "commented-out warm-up); the document's own figures are always "
+                        "measured without one, as it ran; 0: no warmed runs (default: 1)")
     p.add_argument("--repeats", type=positive_int, default=5,
                    help="fresh processes per mode; every one is kept (default: 5)")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from d2lperf import data, experiment, mxnet_gpu, training
+from d2lperf import devices as device_kinds
 from d2lperf.devices import KINDS
 from d2lperf.experiment import Skipped
 
@@ -44,6 +45,18 @@ def devices(kind: str, count: int) -> list:
         plural = "s" if count > 1 else ""
         raise Skipped(f"needs {count} GPU{plural}, found {found}")
     return [mx.gpu(i) for i in range(count)]
+
+
+# MXNet's engine queues every op, on the CPU as on a GPU, and each context (cpu(0),
+# cpu(1), gpu(0)) is a queue of its own: a separate device to the code.
+QUEUES_WORK_ON = ("cpu", "gpu")
+SEPARATE_DEVICES_ON = ("cpu", "gpu")
+
+
+def execution(kind: str) -> dict[str, object]:
+    """Where this run's work ran, for its run record (devices.execution)."""
+    return device_kinds.execution(kind, queues_on=QUEUES_WORK_ON,
+                                  separate_on=SEPARATE_DEVICES_ON)
 
 
 def names(ctxs) -> str:

@@ -86,11 +86,16 @@ class Recorder:
             "devices": "" if devices is None else devices,
         })
 
-    def output(self, name: str, text: str, values: Any = None) -> None:
-        """Record a printed output: the text as printed, and its numbers when it has any."""
+    def output(self, name: str, text: str, values: Any = None, *,
+               by_design: str | None = None) -> None:
+        """Record a printed output: the text as printed, and its numbers when it has any;
+        ``by_design``: why this framework prints something else by its design (the report
+        shows it as such, not as a failed reproduction)."""
         entry: dict[str, Any] = {"text": text}
         if values is not None:
             entry["values"] = values
+        if by_design:
+            entry["by_design"] = by_design
         self.outputs[name] = entry
 
 

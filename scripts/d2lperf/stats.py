@@ -6,7 +6,8 @@ import math
 import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cached_property
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -111,10 +112,133 @@ class Stats:
         return values
 
 
-# --- Comparisons measured side by side: hierarchical bootstrap (DESIGN.md decision 10) ---
+# --- Comparisons measured side by side ------------------------------------------------
+#
+# A process is the unit of replication: each fresh process draws its own offsets (memory
+# layout, which core, what else ran), a few percent per case, which its samples share.
+# So the interval of a ratio comes from the spread between processes: a t-interval on
+# the per-process log ratios of medians (samples within a process only settle each
+# process's median). A two-level bootstrap over 4 processes cannot see that spread (4
+# clusters give few distinct resamples) and gave intervals that excluded 1 for identical
+# work; the coverage test (tests/test_stats.py) measures both on this machine's noise.
+# With one process there is no between-process spread to measure: the interval is the
+# within-process bootstrap, and says less than it seems.
 
 Groups = Mapping[object, Sequence[float]]  # one case's samples, by the process they came from
 CONFIDENCE = 0.95
+
+
+def t_cdf(x: float, df: float) -> float:
+    """Student's t distribution function (no scipy here): Simpson's rule on the density
+    from 0 to x, exact to ~1e-7 for the few degrees of freedom processes give."""
+    if x < 0:
+        return 1 - t_cdf(-x, df)
+    scale = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    grid = np.linspace(0.0, x, 2001)
+    pdf = scale * (1 + grid**2 / df) ** (-(df + 1) / 2)
+    h = x / 2000
+    return float(min(1.0, 0.5 + h / 3 * (pdf[0] + pdf[-1] + 4 * pdf[1:-1:2].sum()
+                                          + 2 * pdf[2:-1:2].sum())))
+
+
+@lru_cache(maxsize=256)
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile: bisection on ``t_cdf``."""
+    if not 0 < p < 1 or df <= 0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got {p}, {df}")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        high *= 2
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if t_cdf(middle, df) < p else (low, middle)
+    return (low + high) / 2
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over processes with its standard error and degrees of freedom; ``log``:
+    of log ratios (its interval and edges are on the ratio's scale)."""
+
+    mean: float
+    se: float
+    df: float
+    log: bool = True
+
+    def _scale(self, x: float) -> float:
+        return math.log(x) if self.log else x
+
+    def _back(self, x: float) -> float:
+        return math.exp(x) if self.log else x
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+        half = t_quantile(1 - (1 - confidence) / 2, self.df) * self.se if self.se > 0 else 0.0
+        return self._back(self.mean), self._back(self.mean - half), self._back(self.mean + half)
+
+    def p_value(self, edge: float, above: bool) -> float:
+        """One-sided p of "the truth lies above ``edge``" (``above``) or below it: how
+        often chance alone would show this much if the truth sat on the edge."""
+        distance = (self.mean - self._scale(edge)) * (1 if above else -1)
+        if self.se == 0:
+            return 0.0 if distance > 0 else 1.0
+        return t_cdf(-distance / self.se, self.df)
+
+
+def process_medians(case: Groups) -> dict[object, float]:
+    return {k: float(np.median(np.asarray(v, dtype=float))) for k, v in case.items() if len(v)}
+
+
+def t_estimate(values: Sequence[float], log: bool = False) -> Estimate:
+    """The mean of per-process values (of their logs where ``log``), n - 1 degrees of
+    freedom."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        raise ValueError("a t-interval needs two or more processes")
+    if log:
+        x = np.log(x)
+    return Estimate(float(x.mean()), float(x.std(ddof=1)) / math.sqrt(len(x)), len(x) - 1, log)
+
+
+def t_interval(values: Sequence[float], confidence: float = CONFIDENCE,
+               ) -> tuple[float, float, float]:
+    """Mean of per-process values with its t-interval (n - 1 degrees of freedom)."""
+    return t_estimate(values).interval(confidence)
+
+
+def log_ratio_estimate(a: Groups, b: Groups) -> Estimate | None:
+    """The log ratio a / b from per-process medians, or None where only one process
+    measured it. Cases measured in the same processes are paired: one log ratio per
+    process. Cases from different processes: the difference of their mean log medians
+    (Welch); a side measured once counts as known."""
+    ma, mb = process_medians(a), process_medians(b)
+    if set(ma) == set(mb) and len(ma) >= 2:
+        return t_estimate([ma[k] / mb[k] for k in sorted(ma, key=str)], log=True)
+    la, lb = (np.log(list(m.values())) for m in (ma, mb))
+    if len(la) < 2 and len(lb) < 2:
+        return None
+    terms = [x.var(ddof=1) / len(x) if len(x) >= 2 else 0.0 for x in (la, lb)]
+    mean, se = float(la.mean() - lb.mean()), math.sqrt(sum(terms))
+    if se == 0:
+        return Estimate(mean, 0.0, 1.0)
+    df = se**4 / sum(t**2 / (len(x) - 1) for t, x in zip(terms, (la, lb)) if len(x) >= 2)
+    return Estimate(mean, se, df)
+
+
+def log_ratio_interval(a: Groups, b: Groups, confidence: float = CONFIDENCE,
+                       ) -> tuple[float, float, float] | None:
+    """The ratio a / b with its interval between processes (``log_ratio_estimate``)."""
+    found = log_ratio_estimate(a, b)
+    return None if found is None else found.interval(confidence)
+
+
+def replicate_p_value(replicates: np.ndarray, edge: float, above: bool) -> float:
+    """``Estimate.p_value`` from bootstrap replicates: the share on the other side."""
+    values = np.asarray(replicates, dtype=float)
+    values = values[~np.isnan(values)]
+    beyond = np.sum(values <= edge) if above else np.sum(values >= edge)
+    return float((beyond + 1) / (len(values) + 1))
 
 
 def bootstrap_medians(cases: Sequence[Groups], *, resamples: int = BOOTSTRAP_RESAMPLES,
@@ -126,7 +250,8 @@ def bootstrap_medians(cases: Sequence[Groups], *, resamples: int = BOOTSTRAP_RES
     & Jones's two-level bootstrap). Cases measured in the same processes (the same
     process keys) are resampled together, process by process, so that what their
     shared processes had in common stays paired; cases from different processes
-    are resampled independently. Vectorised: no Python loop over resamples.
+    are resampled independently. Vectorised: no Python loop over resamples. Used
+    where a section ran in one process only (and by the coverage test, to compare).
     """
     rng = np.random.default_rng(seed)
     keys = [tuple(sorted(case, key=str)) for case in cases]
@@ -163,11 +288,40 @@ def interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float,
     return float(low), float(high)
 
 
-def ratio_interval(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
-                   seed: int = 0) -> tuple[float, float, float]:
-    """Ratio of medians a / b, with its 95% hierarchical bootstrap interval."""
+def bootstrap_ratio_replicates(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
+                               seed: int = 0) -> np.ndarray:
     medians = bootstrap_medians([a, b], resamples=resamples, seed=seed)
-    return (pooled_median(a) / pooled_median(b), *interval(medians[:, 0] / medians[:, 1]))
+    return medians[:, 0] / medians[:, 1]
+
+
+def bootstrap_ratio_interval(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
+                             seed: int = 0, confidence: float = CONFIDENCE,
+                             ) -> tuple[float, float, float]:
+    """Ratio of pooled medians a / b, with its two-level bootstrap interval."""
+    replicates = bootstrap_ratio_replicates(a, b, resamples=resamples, seed=seed)
+    return pooled_median(a) / pooled_median(b), *interval(replicates, confidence)
+
+
+def ratio_interval(a: Groups, b: Groups, *, resamples: int = BOOTSTRAP_RESAMPLES,
+                   seed: int = 0, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """Ratio a / b with its interval: between processes where two or more measured it
+    (``log_ratio_interval``), else the within-process bootstrap of the one process."""
+    found = log_ratio_interval(a, b, confidence)
+    if found is not None:
+        return found
+    return bootstrap_ratio_interval(a, b, resamples=resamples, seed=seed,
+                                    confidence=confidence)
+
+
+def process_table(cases: Sequence[Groups]) -> np.ndarray | None:
+    """The cases' medians in each process, shape (processes, cases), where every case
+    was measured in the same two or more processes; None otherwise (one process cannot
+    show the spread between processes)."""
+    medians = [process_medians(c) for c in cases]
+    keys = set(medians[0])
+    if len(keys) < 2 or any(set(m) != keys for m in medians):
+        return None
+    return np.array([[m[k] for m in medians] for k in sorted(keys, key=str)])
 
 
 FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "no meaningful difference", "inconclusive"

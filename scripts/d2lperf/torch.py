@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from d2lperf import data, training
+from d2lperf import devices as device_kinds
 from d2lperf.experiment import Skipped
 
 KINDS = ("gpu", "cpu")
@@ -95,6 +96,18 @@ def warm_up(train_iter, batch_size: int, step) -> list[list[int]]:
         return torch.zeros((size, *example_shape)), torch.zeros(size, dtype=torch.int64)
 
     return training.warm_up(train_iter.dataset, batch_size, step, zeros_batch, sync)
+
+
+# Eager PyTorch runs a CPU op to its end before the call returns and queues only CUDA
+# kernels; it has one CPU device, so "two devices" on the CPU are that one twice.
+QUEUES_WORK_ON = ("gpu",)
+SEPARATE_DEVICES_ON = ("gpu",)
+
+
+def execution(kind: str) -> dict[str, object]:
+    """Where this run's work ran, for its run record (devices.execution)."""
+    return device_kinds.execution(kind, queues_on=QUEUES_WORK_ON,
+                                  separate_on=SEPARATE_DEVICES_ON)
 
 
 def names(devs: Iterable[Any]) -> str:

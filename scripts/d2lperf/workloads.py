@@ -30,7 +30,7 @@ def work(experiment: str, case: str, parameters: dict[str, Any]) -> tuple[float,
             return dot_gflop(parameters["cpu_size"], dots), "GFLOP"
         if case in ("gpu_only", "gpu_compute"):
             return dot_gflop(parameters["gpu_size"], dots), "GFLOP"
-        if case == "copy_to_cpu":
+        if case in ("copy_to_cpu", "copy_to_cpu_pinned"):
             return dots * parameters["gpu_size"] ** 2 * FLOAT32_BYTES / 1e9, "GB"
     return None
 
@@ -42,7 +42,7 @@ def ceiling_case(unit: str, devices: str, case: str) -> str:
     gpu = next((index for index in found.groups() if index is not None), None) if found else None
     if unit == "GFLOP":
         return rf"gpu{gpu}_dot_\d+" if gpu else r"mxnet_dot_\d+"
-    if gpu and case == "copy_to_cpu":
+    if gpu and case in ("copy_to_cpu", "copy_to_cpu_pinned"):
         return rf"gpu{gpu}_device_to_host"
     return r"mxnet_copy"
 

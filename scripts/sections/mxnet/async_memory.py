@@ -7,6 +7,11 @@ batch; ``async`` has no synchronising call inside the loop and ends in
 ``--report-every`` batches, the time until the work is finished, and how much the
 process's resident memory grew (at the end, and at its peak).
 
+The document's figures are measured as the seed ran: no warm-up, so the first batch
+also allocates the parameters, and the RSS read when the work is finished. With
+``--warmup N`` the same runs again after N untimed forward passes (``*_warmed_*``),
+an extra measurement.
+
 Each (mode, repeat) trains in a fresh child process (this script re-run with
 ``--child``) so that no mode inherits the other's pooled allocations; the child pins
 the same thread count and hands its figures back in a JSON file.

@@ -15,6 +15,11 @@ memory: on a GPU the host process only launches kernels.
 On the CPU eager PyTorch runs every op to its end: nothing is queued in either mode, so
 the two modes should take the same time and memory. The section measures it anyway.
 
+The document's figures are measured as the seed ran: no warm-up, so the first batch
+also allocates the parameters, and the RSS read when the work is finished. With
+``--warmup N`` the same runs again after N untimed forward passes (``*_warmed_*``),
+an extra measurement.
+
 Each (mode, repeat) trains in a fresh child process (this script re-run with
 ``--child``) so that no mode inherits the other's cached allocations; the child pins
 the same thread count and hands its figures back in a JSON file.

@@ -8,12 +8,16 @@ auto-parallelism.md) on two GPUs. In the document's order:
    returning and only queues GPU kernels, so the GPU's work is issued first: it runs
    while the CPU computes. (The document issued the CPU's first: MXNet's engine queues
    both.) Together they should take about as long as the slower one alone;
-2. 计算和通信的并行计算: the products alone (``gpu_compute``), copying them to pinned host
-   buffers with ``non_blocking=True`` (``copy_to_cpu``), then both (``compute_and_copy``,
-   the book's code: copies on the same CUDA stream as the products, so each waits for
-   all products queued before it), and the copies on a stream of their own, each
-   waiting only for its own product (``compute_and_copy_streams``: the overlap MXNet's
-   separate copy queue gave the document);
+2. 计算和通信的并行计算, as the book's PyTorch code writes it: the products alone
+   (``gpu_compute``), copying them with ``.to('cpu')`` (``copy_to_cpu``: each copy
+   blocks until done), then both, the copies with ``.to('cpu', non_blocking=True)``
+   (``compute_and_copy``: on the products' CUDA stream, so each waits for all products
+   queued before it). On a GPU, extras: the copies into pinned host buffers with
+   ``copy_(non_blocking=True)``, alone and after the products
+   (``copy_to_cpu_pinned``, ``compute_and_copy_pinned``: truly asynchronous copies),
+   and those copies on a stream of their own, each waiting only for its own product
+   (``compute_and_copy_streams``: the overlap MXNet's separate copy queue gave the
+   document);
 3. the book's current variant, where there are two GPUs: 50 products of 4000x4000 on
    each GPU alone (``gpu1_only``, ``gpu2_only``), then on both (``gpu1_and_gpu2``).
 
@@ -23,9 +27,9 @@ first (the document's 预热).
 
 Without a GPU, ``--on cpu`` runs the GPU half on the CPU, as a code path: with one CPU
 device and eager ops there is nothing to overlap (the products run one after the
-other), pinned memory and CUDA streams do not apply (plain copies; no
-``compute_and_copy_streams``). ``--on gpu`` on a machine without one records the section
-as skipped.
+other; ``.to('cpu')`` of a CPU tensor is the tensor itself, no copy), pinned memory
+and CUDA streams do not apply (no pinned or streamed extras). ``--on gpu`` on a machine
+without one records the section as skipped.
 """
 
 from __future__ import annotations
@@ -80,14 +84,17 @@ def cpu_and_gpu_parallel(args: argparse.Namespace, rec: Recorder, x_cpu, x_gpu) 
             {"cpu_only": cpu, "gpu_only": gpu, "cpu_and_gpu": f"{cpu},{gpu}"})
 
 
+def copy_to_cpu(x, non_blocking: bool = False) -> list:
+    """The book's ``copy_to_cpu``: each product to the CPU with ``.to``."""
+    return [y.to("cpu", non_blocking=non_blocking) for y in x]
+
+
 def host_buffers(x_gpu, count: int) -> list:
-    """Where the products are copied to: pinned (page-locked) host memory on a GPU, so
-    that ``non_blocking`` copies are truly asynchronous; plain memory on the CPU stand-in."""
+    """Pinned (page-locked) host buffers for the extras' copies, so that ``non_blocking``
+    copies are truly asynchronous (a GPU only)."""
     import torch
 
-    pinned = d2l.is_cuda(x_gpu.device)
-    return [torch.empty(x_gpu.shape, dtype=x_gpu.dtype, pin_memory=pinned)
-            for _ in range(count)]
+    return [torch.empty(x_gpu.shape, dtype=x_gpu.dtype, pin_memory=True) for _ in range(count)]
 
 
 def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder,
@@ -96,26 +103,28 @@ def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder,
     import torch
 
     gpu = str(x_gpu.device)
-    host = host_buffers(x_gpu, args.dots)
     y = run(x_gpu, args.dots)  # copy_to_cpu copies products computed before it
 
     def compute():
         y[:] = run(x_gpu, args.dots)
 
-    def copy_to_cpu():
-        for h, product in zip(host, y):
-            h.copy_(product, non_blocking=True)
+    def compute_and_copy():  # the book's: y = run(x_gpu1); copy_to_cpu(y, True)
+        return copy_to_cpu(run(x_gpu, args.dots), True)
 
-    def compute_and_copy():  # the book's: one stream
-        products = run(x_gpu, args.dots)
-        for h, product in zip(host, products):
-            h.copy_(product, non_blocking=True)
-
-    cases = {"gpu_compute": compute, "copy_to_cpu": copy_to_cpu,
+    cases = {"gpu_compute": compute, "copy_to_cpu": lambda: copy_to_cpu(y),
              "compute_and_copy": compute_and_copy}
     where = {"gpu_compute": gpu, "copy_to_cpu": f"{gpu},cpu", "compute_and_copy": f"{gpu},cpu"}
     if d2l.is_cuda(x_gpu.device):
+        host = host_buffers(x_gpu, args.dots)
         copy_stream = torch.cuda.Stream(x_gpu.device)
+
+        def copy_to_cpu_pinned():
+            for h, product in zip(host, y):
+                h.copy_(product, non_blocking=True)
+
+        def compute_and_copy_pinned():
+            for h, product in zip(host, run(x_gpu, args.dots)):
+                h.copy_(product, non_blocking=True)
 
         def compute_and_copy_streams():
             for h in host:
@@ -127,10 +136,14 @@ def compute_and_communication_parallel(args: argparse.Namespace, rec: Recorder,
                     h.copy_(product, non_blocking=True)
                 product.record_stream(copy_stream)  # not reused before its copy is done
 
-        cases["compute_and_copy_streams"] = compute_and_copy_streams
-        where["compute_and_copy_streams"] = f"{gpu},cpu"
+        cases.update(copy_to_cpu_pinned=copy_to_cpu_pinned,
+                     compute_and_copy_pinned=compute_and_copy_pinned,
+                     compute_and_copy_streams=compute_and_copy_streams)
+        where.update(dict.fromkeys(("copy_to_cpu_pinned", "compute_and_copy_pinned",
+                                    "compute_and_copy_streams"), f"{gpu},cpu"))
     else:
         rec.notes["compute_and_copy_streams"] = "not run: CUDA streams need a GPU"
+        rec.notes["copy_to_cpu_pinned"] = "not run: pinned host memory needs a GPU"
     gpu_flops = workloads.dot_gflop(args.gpu_size, args.dots) * 1e9
     compare(args, rec, cases, {"gpu_compute": gpu_flops}, where)
     copied = args.dots * args.gpu_size**2 * workloads.FLOAT32_BYTES

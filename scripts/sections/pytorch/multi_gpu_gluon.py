@@ -25,9 +25,11 @@ Before the first timed epoch, one untimed forward and backward pass per input sh
 As in the document, the clock stops after one synchronisation at the end of each
 epoch (the book's PyTorch loop has none; without it the last batches' GPU work would
 fall outside the epoch); test accuracy is measured after it; the mean training loss is
-read only after the clock stops. Each run re-initialises every parameter and
-BatchNorm's running statistics, as the document's ``force_reinit=True`` does (the
-book's PyTorch ``train`` re-draws only the convolution and linear weights).
+read only after the clock stops. Each run initialises the net as the book's PyTorch
+``train`` does: the convolution and linear weights drawn from N(0, 0.01), the biases
+and BatchNorm as PyTorch made them; the book trains one net in both runs, so the second
+starts with the biases and BatchNorm statistics the first left (MXNet's
+``force_reinit=True`` resets everything: a difference of the two editions).
 
 On GPUs (``--on gpu``) a run that asks for more GPUs than the machine has is not run
 (the run record says why) and the others are: one H200 trains the 1-GPU run. Without
@@ -119,16 +121,12 @@ def resnet18(num_classes, in_channels=1):
 
 
 def init_weights(module) -> None:
-    """The book's N(0, 0.01) weights, plus what ``force_reinit`` also resets: biases and
-    BatchNorm's scale, shift and running statistics."""
+    """The book's ``init_weights``: N(0, 0.01) weights for the linear and convolution
+    layers, nothing else touched."""
     from torch import nn
 
     if type(module) in [nn.Linear, nn.Conv2d]:
         nn.init.normal_(module.weight, std=0.01)
-        if module.bias is not None:
-            nn.init.zeros_(module.bias)
-    elif isinstance(module, nn.BatchNorm2d):
-        module.reset_parameters()
 
 
 def replicas(net, devices) -> list:

@@ -148,10 +148,14 @@ def values(value):
     return value.detach().cpu().tolist()
 
 
-def show(rec: Recorder, name: str, label: str, value) -> None:
+def show(rec: Recorder, name: str, label: str, value, by_design: str | None = None) -> None:
     """Print as the document does, and record the printed text with its numbers."""
     print(label, value)
-    rec.output(name, str(value), values(value))
+    rec.output(name, str(value), values(value), by_design=by_design)
+
+
+GRAD_BEFORE_BACKWARD = ("PyTorch allocates .grad at the first backward pass (None before it), "
+                        "where MXNet's attach_grad gives zeros at once")
 
 
 def demos(rec: Recorder, params, devices) -> None:
@@ -159,9 +163,9 @@ def demos(rec: Recorder, params, devices) -> None:
 
     new_params = get_params(params, devices[0])
     show(rec, "b1_weight", "b1 weight:", new_params[1])
-    show(rec, "b1_grad", "b1 grad:", new_params[1].grad)
-    rec.notes["b1_grad"] = ("None: PyTorch allocates .grad at the first backward pass, where "
-                            "MXNet's attach_grad gives zeros at once")
+    grad = new_params[1].grad
+    show(rec, "b1_grad", "b1 grad:", grad, GRAD_BEFORE_BACKWARD if grad is None else None)
+    rec.notes["b1_grad"] = GRAD_BEFORE_BACKWARD
 
     data = [torch.ones((1, 2), device=devices[i]) * (i + 1) for i in range(2)]
     show(rec, "allreduce_before", "Before allreduce:", data)

@@ -1,0 +1,73 @@
+"""Where a claim applies, decided from the fields of a run record, never from its text.
+
+A run record's ``execution`` field (written by each framework's module: MXNet queues
+work on every device, eager PyTorch only on CUDA) says what the framework did where the
+run ran; a claim's ``Where`` says what it needs there. d2lperf.claims judges a claim
+only where the two agree and otherwise keeps the measurement as a finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+FRAMEWORK_NAMES = {"mxnet": "MXNet", "pytorch": "eager PyTorch"}
+# What a framework does not do on a device, in words, by the execution field it lacks.
+LACKS = {"queues_work": "each op finishes before it returns (nothing is queued)",
+         "separate_devices": "its devices there are one device under several names"}
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a claim applies, as fields of the run record: the frameworks, the device
+    kinds (``execution.device_kind``) and what must be true there (``requires``: names
+    of ``execution``'s true/false fields, e.g. ``queues_work``)."""
+
+    frameworks: tuple[str, ...] = ("mxnet", "pytorch")
+    device_kinds: tuple[str, ...] = ("cpu", "gpu")
+    requires: tuple[str, ...] = ()
+
+    def why_not(self, framework: str, run: dict[str, Any] | None) -> str | None:
+        """Why the claim does not apply to this run, in words; None where it applies
+        (or where the section did not run: that has its own verdict)."""
+        if run is None or run.get("status") != "ok":
+            return None
+        name = FRAMEWORK_NAMES.get(framework, framework)
+        if framework not in self.frameworks:
+            return f"the claim is not about {name}"
+        found = execution(framework, run)
+        kind = found["device_kind"]
+        if kind not in self.device_kinds:
+            return f"the claim is about {' or '.join(self.device_kinds)} work; this ran on {kind}"
+        missing = [LACKS.get(r, r) for r in self.requires if not found.get(r)]
+        if missing:
+            return f"{name} on a {kind.upper()}: {'; '.join(missing)}"
+        return None
+
+
+EVERYWHERE = Where()
+WHERE_WORK_IS_QUEUED = Where(requires=("queues_work",))
+
+
+def execution(framework: str, run: dict[str, Any]) -> dict[str, Any]:
+    """The run record's ``execution`` field; for records written before it existed, what
+    the framework's module says of the device kind the run was given (``--on``)."""
+    found = run.get("execution")
+    if found:
+        return found
+    kind = (run.get("parameters") or {}).get("on") or "cpu"
+    if framework == "pytorch":
+        from d2lperf import torch as module
+    else:
+        from d2lperf import mxnet as module
+    return module.execution(kind)
+
+
+def where_words(where: Where) -> str:
+    parts = [" and ".join(FRAMEWORK_NAMES.get(f, f) for f in where.frameworks)]
+    if where.requires == ("queues_work",):
+        parts.append("where the framework queues work (MXNet on any device, PyTorch on "
+                     "CUDA)")
+    elif where.requires == ("separate_devices",):
+        parts.append("where the devices are separate (MXNet's contexts, CUDA GPUs)")
+    return ", ".join(parts)
