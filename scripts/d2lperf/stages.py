@@ -237,9 +237,10 @@ def _skipped(stage: Stage) -> bool:
 
 
 def _fits(done: list[Stage], count: int, spent: float, budget: float) -> bool:
-    """Whether ``count`` more processes, at the mean wall time of those so far, fit."""
+    """Whether ``count`` more processes, at the median wall time of those so far, fit
+    (the median: a first process that also compiles, say, is not what the next cost)."""
     walls = [r.get("wall_seconds") or 0.0 for s in done for r in s.records]
-    per_process = statistics.fmean(walls) if walls else 0.0
+    per_process = statistics.median(walls) if walls else 0.0
     return spent + count * per_process <= budget
 
 

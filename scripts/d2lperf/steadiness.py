@@ -46,7 +46,7 @@ BUSY_CORES = 0.25
 # ... or when its threaded probe ran this much slower than the section's fastest probe.
 PROBE_SLOWER = 0.25
 RUN_QUEUE_READINGS = 5
-WORKER_START_DELAY_S = 0.3  # time for the probe's processes to start before they begin
+WORKER_START_DELAY_S = 0.15  # time for the probe's processes to start before they begin
 
 
 def probe_work(loops: int) -> int:
