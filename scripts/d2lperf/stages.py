@@ -286,8 +286,11 @@ def summary_text(record: dict[str, Any]) -> str:
     busy = [h for h in record.get("history", []) if h.get("busy")]
     if busy:
         text += f"; {len(busy)} stage(s) measured on a busy machine"
-        text += (", pooled with each other (busy throughout)" if record.get("all_busy")
-                 else ", set aside")
+        if not record.get("all_busy"):
+            text += ", set aside"
+        else:
+            text += (", pooled with each other" if len(busy) > 1 else ", kept") + \
+                " (busy throughout)"
     confidence = record.get("confidence_per_look")
     if confidence and not math.isnan(confidence):
         text += f"; each look at {confidence:.1%} ({record.get('correction')})"
