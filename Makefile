@@ -110,11 +110,12 @@ lock-torch: envs
 	mv envs/torch.lock.tmp envs/torch.lock.txt
 
 # The commit before side-by-side measurement (issue 12) and PyTorch: bench prints its run
-# time beside this tree's.
+# time beside this tree's. The verdicts' stability runs twice: quiet, then with one core kept
+# busy by a bounded spin the bench starts and stops; both printed side by side.
 BENCH_BASELINE ?= 8a3f68d
 bench: envs
 	$(VENV)/bin/python bench/pipeline_overhead.py --against $(BENCH_BASELINE)
-	$(VENV)/bin/python bench/verdict_stability.py --runs 3
+	$(VENV)/bin/python bench/verdict_stability.py --runs 3 --modes quiet busy
 
 clean:
 	rm -rf $(VENV) $(MXVENV) $(TVENV) $(AXE) .snakemake

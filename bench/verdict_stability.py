@@ -1,6 +1,7 @@
 """Do the verdicts survive a re-run? Runs the sections under a minute K times. Prints figures.
 
     .venv/bin/python bench/verdict_stability.py [--runs K] [--sections ...] [--band 0.05]
+        [--modes quiet busy]
 
 Each run times every listed section at the documents' parameters (config/config.yaml's
 `documents` preset: the same processes, rounds and warm-ups as `make report`), one
@@ -9,6 +10,12 @@ report would. Then, per claim or check: the verdict of each run, and whether two
 contradict each other (one says it holds, another that it does not); the A/A ratios of
 every run; the first-position effect; and the drift of every case's median between runs
 (largest over smallest). Nothing here asserts: it prints. Run it on a quiet machine.
+
+``--modes quiet busy`` runs everything twice: once quiet, once with one core kept busy
+by a spin the bench starts and stops (bounded by ``--busy-limit``, killed however the
+bench ends), and prints the two side by side: verdict and interval per claim and
+framework, each section's stages and why they stopped, the run times, and what the busy
+runs contradict or lose of the quiet runs' decisive verdicts.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +36,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from d2lperf import claims, experiment  # noqa: E402
+from d2lperf import claims, experiment, steadiness  # noqa: E402
 from d2lperf.presets import cli_args, for_framework  # noqa: E402
 from d2lperf.tables import load_reference, load_samples, summarise_samples  # noqa: E402
 
@@ -54,39 +62,28 @@ def run_section(section: str, framework: str, python: Path, options: dict,
     return run, load_samples(out / "samples.csv", SCHEMA), seconds
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=experiment.positive_int, default=3,
-                   help="K: runs of every section (default: 3)")
-    p.add_argument("--sections", nargs="+", default=SECTIONS, choices=SECTIONS)
-    p.add_argument("--frameworks", nargs="+", default=list(PYTHONS), choices=list(PYTHONS))
-    p.add_argument("--preset", default="documents",
-                   help="preset of config/config.yaml (default: documents; ci for a smoke test)")
-    p.add_argument("--band", type=experiment.positive_fraction, default=None,
-                   help="practical band (default: practical_band of config/config.yaml)")
-    args = p.parse_args()
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    if args.preset not in config["presets"]:
-        p.error(f"--preset: unknown preset {args.preset!r}; allowed: "
-                f"{', '.join(config['presets'])}")
-    width = args.band or config.get("practical_band", claims.DEFAULT_BAND)
-    threads = os.cpu_count() if config["threads"] == "auto" else config["threads"]
-    reference = load_reference(REPO / "report/reference.csv")
-    verdicts, medians, walls = [], [], []
-    with tempfile.TemporaryDirectory(prefix="verdict-stability-") as tmp:
+def measure(args: argparse.Namespace, config: dict, threads: int, width: float,
+            reference: pd.DataFrame, mode: str) -> dict:
+    """K runs of every section in one mode; the verdicts, medians, run times and stages."""
+    verdicts, medians, walls, staging = [], [], [], []
+    with tempfile.TemporaryDirectory(prefix=f"verdict-stability-{mode}-") as tmp:
         for k in range(args.runs):
             runs, frames, wall = {f: {} for f in args.frameworks}, [], 0.0
             for framework in args.frameworks:
                 for section in args.sections:
-                    options = {"threads": threads, **for_framework(
+                    options = {"threads": threads, "band": width, **for_framework(
                         config["presets"][args.preset][section], framework)}
                     run, samples, seconds = run_section(
                         section, framework, PYTHONS[framework], options,
                         Path(tmp) / f"{k}" / framework / section)
                     runs[framework][section], wall = run, wall + seconds
                     frames.append(samples)
-                    print(f"run {k + 1}/{args.runs}: {framework} {section} {seconds:.1f} s",
-                          flush=True)
+                    stages_run = run.get("stages") or {}
+                    staging.append((k, framework, section, stages_run.get("count", 1),
+                                    stages_run.get("stopped", "-"), seconds))
+                    print(f"{mode} run {k + 1}/{args.runs}: {framework} {section} "
+                          f"{seconds:.1f} s, {stages_run.get('count', 1)} stage(s), "
+                          f"stopped: {stages_run.get('stopped', '-')}", flush=True)
             samples = pd.concat(frames, ignore_index=True)
             summary = summarise_samples(samples)
             judged = [v for framework in args.frameworks for v in claims.judge(
@@ -95,9 +92,15 @@ def main() -> int:
                              if v.section in (*args.sections, "all") and v.verdict != claims.NA})
             medians.append(summary.set_index(["framework", "experiment", "case"])["median"])
             walls.append(wall)
+    return {"verdicts": verdicts, "medians": medians, "walls": walls, "stages": staging}
 
-    print(f"\n== verdicts over {args.runs} runs of preset {args.preset} (band ±{width:g}, "
-          f"{threads} threads)")
+
+def print_mode(args: argparse.Namespace, found: dict, mode: str, width: float,
+               threads: int) -> int:
+    """One mode's verdicts, contradictions, A/A ratios and drift; its contradictions."""
+    verdicts = found["verdicts"]
+    print(f"\n== {mode}: verdicts over {args.runs} runs of preset {args.preset} "
+          f"(band ±{width:g}, {threads} threads)")
     contradictions = 0
     for name in verdicts[0]:
         seen = [v[name] for v in verdicts if name in v]
@@ -110,7 +113,7 @@ def main() -> int:
             print(f"{'':40}run {index + 1}: {v.evidence}")
     print(f"contradictions: {contradictions}")
 
-    print("\n== A/A pairs (identical work under two labels)")
+    print(f"\n== {mode}: A/A pairs (identical work under two labels)")
     for framework in args.frameworks:
         for pair, *_ in claims.AA_PAIRS:
             name = f"{framework}/{pair}"
@@ -118,13 +121,95 @@ def main() -> int:
                       f"{v[name].verdict}" for v in verdicts if name in v]
             print(f"{name:38} " + " | ".join(ratios))
 
-    print("\n== drift of each median between runs (largest / smallest - 1)")
-    table = pd.concat(medians, axis=1)
+    print(f"\n== {mode}: drift of each median between runs (largest / smallest - 1)")
+    table = pd.concat(found["medians"], axis=1)
     for (framework, section, case), row in table.iterrows():
         print(f"{framework:8} {section:20} {case:28} " + " ".join(f"{v:.4f}" for v in row)
               + f"  drift {row.max() / row.min() - 1:+.1%}")
-    print("\nwall time per run (the sections' processes): "
-          + ", ".join(f"{w:.0f} s" for w in walls))
+    print(f"\n{mode}: wall time per run (the sections' processes): "
+          + ", ".join(f"{w:.0f} s" for w in found["walls"]))
+    return contradictions
+
+
+def _short(v) -> str:
+    interval = (f" {v.ratio:.3g} [{v.ratio_low:.3g}-{v.ratio_high:.3g}]"
+                if v.ratio == v.ratio else "")
+    return f"{v.verdict}{interval}"
+
+
+def print_side_by_side(args: argparse.Namespace, found: dict[str, dict]) -> None:
+    """The modes' verdicts, intervals, stages and run times next to each other, and what
+    the busy runs contradict or lose of the quiet runs' decisive verdicts."""
+    modes = list(found)
+    print("\n== side by side: " + " vs ".join(modes)
+          + " (verdict and interval per run, ' | ' between runs)")
+    names = list(dict.fromkeys(n for f in found.values() for v in f["verdicts"] for n in v))
+    for name in names:
+        print(name)
+        for mode in modes:
+            seen = [v[name] for v in found[mode]["verdicts"] if name in v]
+            print(f"  {mode:6} " + " | ".join(_short(v) for v in seen))
+    print("\nstages per section (run: count, why it stopped, seconds)")
+    sections = list(dict.fromkeys((framework, section) for figures in found.values()
+                                  for _, framework, section, *_ in figures["stages"]))
+    for framework, section in sections:
+        print(f"{framework}/{section}")
+        for mode in modes:
+            cells = [f"{count} {stopped} {seconds:.0f} s"
+                     for _, f, s, count, stopped, seconds in found[mode]["stages"]
+                     if (f, s) == (framework, section)]
+            print(f"  {mode:6} " + " | ".join(cells))
+    print("\nrun time per run: " + "; ".join(
+        f"{mode} " + ", ".join(f"{w:.0f} s" for w in found[mode]["walls"]) for mode in modes))
+    if {"quiet", "busy"} <= set(modes):
+        decisive = {claims.HOLDS, claims.FAILS}
+        # the steadiness check is meant to differ between the modes: not a contradiction
+        quiet = [(n, v.verdict) for f in found["quiet"]["verdicts"] for n, v in f.items()
+                 if v.verdict in decisive and not n.endswith("/machine_steadiness")]
+        busy = {n: {f[n].verdict for f in found["busy"]["verdicts"] if n in f} for n in names}
+        against = sum(1 for n, said in quiet if (decisive - {said}) & busy.get(n, set()))
+        kept = sum(1 for f in found["busy"]["verdicts"] for n, v in f.items()
+                   if v.verdict in decisive and not n.endswith("/machine_steadiness"))
+        ratio = sum(found["busy"]["walls"]) / max(sum(found["quiet"]["walls"]), 1e-9)
+        print(f"busy against quiet: {against} contradiction(s); decisive verdicts {kept} busy "
+              f"vs {len(quiet)} quiet; run time {ratio:.2f}x the quiet runs'")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=experiment.positive_int, default=3,
+                   help="K: runs of every section (default: 3)")
+    p.add_argument("--sections", nargs="+", default=SECTIONS, choices=SECTIONS)
+    p.add_argument("--frameworks", nargs="+", default=list(PYTHONS), choices=list(PYTHONS))
+    p.add_argument("--preset", default="documents",
+                   help="preset of config/config.yaml (default: documents; ci for a smoke test)")
+    p.add_argument("--band", type=experiment.positive_fraction, default=None,
+                   help="practical band (default: practical_band of config/config.yaml)")
+    p.add_argument("--modes", nargs="+", default=["quiet"], choices=["quiet", "busy"],
+                   help="quiet: nothing else running; busy: one core kept busy by a spin "
+                        "the bench starts and stops (default: quiet)")
+    p.add_argument("--busy-limit", type=experiment.positive_float, default=7200.0,
+                   help="seconds the busy mode's spin may run at most (default: 7200)")
+    args = p.parse_args()
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    if args.preset not in config["presets"]:
+        p.error(f"--preset: unknown preset {args.preset!r}; allowed: "
+                f"{', '.join(config['presets'])}")
+    width = args.band or config.get("practical_band", claims.DEFAULT_BAND)
+    threads = os.cpu_count() if config["threads"] == "auto" else config["threads"]
+    reference = load_reference(REPO / "report/reference.csv")
+    # a SIGTERM ends the bench through its finally blocks: the spin is stopped with it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    found = {}
+    for mode in dict.fromkeys(args.modes):
+        if mode == "busy":
+            with steadiness.busy_cores(1, seconds=args.busy_limit):
+                found[mode] = measure(args, config, threads, width, reference, mode)
+        else:
+            found[mode] = measure(args, config, threads, width, reference, mode)
+    for mode, figures in found.items():
+        print_mode(args, figures, mode, width, threads)
+    print_side_by_side(args, found)
     return 0
 
 

@@ -31,7 +31,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
-from d2lperf import provenance
+from d2lperf import provenance, stages
 from d2lperf.archive import kept_refusals
 from d2lperf.labels import Labels
 from d2lperf.results import read_json, section_folder
@@ -583,6 +583,8 @@ def run_line(run: Row | None) -> Row:
         count = re.search(r"_(\d+)_devices?$", case)  # training.case_name
         which = f"the {count.group(1)}-device run" if count else case
         text += f"; {which} not run: {why}"
+    if run.get("stages"):  # how many stages of processes it took, and why it stopped
+        text += "; " + stages.summary_text(run["stages"])
     steady = run.get("steadiness")
     flags = []
     if steady:

@@ -6,22 +6,31 @@ import subprocess
 from conftest import REPO, WORKFLOW_PYTHON
 
 
-def test_verdict_stability_prints_verdicts_contradictions_and_aa_ratios():
+def test_verdict_stability_prints_quiet_and_busy_runs_side_by_side():
     done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/verdict_stability.py"),
-                           "--runs", "2", "--preset", "ci", "--sections", "small_ops_parallel",
-                           "--frameworks", "mxnet", "pytorch"], capture_output=True, text=True,
-                          timeout=600)
+                           "--runs", "1", "--preset", "ci", "--sections", "small_ops_parallel",
+                           "--frameworks", "mxnet", "pytorch", "--modes", "quiet", "busy",
+                           "--busy-limit", "300"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
-    assert "== verdicts over 2 runs of preset ci" in out
+    for mode in ("quiet", "busy"):
+        assert f"== {mode}: verdicts over 1 runs of preset ci" in out
+        for framework in ("mxnet", "pytorch"):
+            line = next(line for line in out.splitlines()
+                        if line.startswith(f"{framework}/aa_small_ops "))
+            assert line.count("|") == 0  # one ratio per run
     assert "mxnet/small_ops_no_overlap" in out and "pytorch/small_ops_no_overlap" in out
     assert "sync_call_slows_loop" not in out  # a section not asked for
-    assert "contradictions: " in out
-    for framework in ("mxnet", "pytorch"):
-        line = next(line for line in out.splitlines()
-                    if line.startswith(f"{framework}/aa_small_ops "))
-        assert line.count("|") == 1  # one ratio per run
-    assert "drift" in out and "generate_x_and_y" in out
+    assert "contradictions: " in out and "drift" in out and "generate_x_and_y" in out
+    side = out[out.index("== side by side: quiet vs busy"):]
+    block = side[side.index("\nmxnet/small_ops_no_overlap\n") + 1:].splitlines()[1:3]
+    assert block[0].startswith("  quiet  ") and block[1].startswith("  busy   ")
+    assert "[" in block[0]  # the interval beside the verdict
+    assert "stages per section" in side and "stopped" not in side.split("stages per")[0]
+    stage_lines = side[side.index("\npytorch/small_ops_parallel\n") + 1:].splitlines()[1:3]
+    assert all(" s" in line and ("decided" in line or "budget" in line or "max" in line)
+               for line in stage_lines), stage_lines
+    assert "busy against quiet: " in side and "x the quiet runs'" in side
 
 
 def test_verdict_stability_refuses_bad_counts_and_bands():

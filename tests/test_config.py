@@ -60,7 +60,8 @@ def test_unknown_key_lists_the_allowed_ones():
         check_config(config, SCHEMA)
     assert str(error.value) == (
         "unknown config key 'passes' in presets.ci.hybridize; "
-        "allowed keys there: compile_runs, forward_passes, processes, repeats, seed, warmup")
+        "allowed keys there: budget_seconds, compile_runs, forward_passes, processes, repeats, "
+        "seed, warmup")
 
 
 @pytest.mark.parametrize("arguments, message", [

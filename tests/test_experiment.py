@@ -51,9 +51,29 @@ def test_a_section_skipped_in_its_first_process_starts_no_other(tmp_path):
     assert record["status"] == "skipped" and record["reason"] == "needs 1 GPU, found 0"
     assert len(record["processes"]) == 1
     assert record["parameters"]["processes"] == 4  # what was asked, beside what ran
+    assert record["stages"]["stopped"] == "skipped" and record["stages"]["count"] == 1
 
 
 def test_a_section_that_runs_runs_in_every_process(tmp_path):
     record, started = run_toy(tmp_path, skip=False, processes=3)
     assert started == ["0", "1", "2"]
     assert record["status"] == "ok" and len(record["processes"]) == 3
+    # no comparison of its own to decide: one stage, busy machine or not
+    assert record["stages"]["stopped"] == "nothing to decide"
+    probe = record["steadiness"]
+    assert probe["probe_threads"] == 1 and len(probe["before"]["run_queue"]) == 5
+
+
+def test_the_steadiness_probe_runs_on_the_timings_thread_count(tmp_path):
+    started = tmp_path / "started.txt"
+    script = tmp_path / "toy.py"
+    script.write_text(SECTION.format(scripts=str(REPO / "scripts"), started=str(started),
+                                     skip=False))
+    done = subprocess.run(
+        [sys.executable, str(script), "--csv", str(tmp_path / "s.csv"), "--sidecar",
+         str(tmp_path / "run.json"), "--repeats", "1", "--probe-seconds", "0.01",
+         "--threads", "2"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    steadiness = json.loads((tmp_path / "run.json").read_text())["steadiness"]
+    assert steadiness["probe_threads"] == 2 and steadiness["before"]["probe_threads"] == 2
+    assert len(steadiness["before"]["probe_s"]) == 5

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import ctypes
+import statistics
 import subprocess
 import sys
 import time
@@ -27,8 +28,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import children, hostlock, provenance, steadiness
+from d2lperf import children, hostlock, provenance, stages, steadiness
 from d2lperf.results import COLUMNS, Recorder, read_json, write_csv, write_json
+
+STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after: 5)
 
 
 class Skipped(Exception):
@@ -99,6 +102,11 @@ DOCUMENT_OPTIONS: dict[str, list[tuple[str, int, str]]] = {
 }
 
 
+# The stages' defaults for a script run by hand: the documents' preset's budget and band.
+DEFAULT_BUDGET_S = 180.0
+DEFAULT_BAND = 0.05
+
+
 def parser(description: str, *, repeated: bool = True,
            section: str | None = None) -> argparse.ArgumentParser:
     """The common arguments; ``repeated=False`` for sections whose samples are epochs;
@@ -126,6 +134,13 @@ def parser(description: str, *, repeated: bool = True,
         timing.add_argument("--processes", type=positive_int, default=1,
                             help="fresh processes the rounds run in, one after the other "
                                  "(default: 1)")
+        timing.add_argument("--budget-seconds", type=positive_float, default=DEFAULT_BUDGET_S,
+                            help="seconds the section may spend on further stages of "
+                                 "processes while its comparisons are undecided (default: "
+                                 f"{DEFAULT_BUDGET_S:g})")
+        timing.add_argument("--band", type=positive_fraction, default=DEFAULT_BAND,
+                            help="practical band the stages decide against "
+                                 f"(default: {DEFAULT_BAND:g})")
         timing.add_argument("--seed", type=non_negative_int, default=0,
                             help="seed of the shuffled order of the cases (default: 0)")
         timing.add_argument("--process", type=non_negative_int, default=None,
@@ -192,15 +207,16 @@ def main(
     child = getattr(args, "process", None) is not None
     # one timing at a time on this host, whatever run it is for (children: under the parent's)
     lock = None if child else hostlock.acquire(experiment)
-    before = None if child else steadiness.snapshot(args.probe_seconds)
+    before = None if child else steadiness.snapshot(args.probe_seconds, threads=args.threads)
     if getattr(args, "processes", 1) > 1 and not child:
-        record, rows = _run_processes(experiment, args, argv)
+        record, rows = _run_processes(experiment, args, argv, before)
     else:
         if hasattr(args, "processes"):
             args.process = args.process or 0
         record, rows = _run_body(experiment, framework, args, body)
     if before is not None:
-        record["steadiness"] = steadiness.summary(before, steadiness.snapshot(args.probe_seconds))
+        after = steadiness.snapshot(args.probe_seconds, threads=args.threads)
+        record["steadiness"] = steadiness.summary(before, after)
     hostlock.release(lock)
     write_csv(args.csv, rows)
     write_json(args.sidecar, record)
@@ -252,30 +268,30 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
     return record, recorder.rows
 
 
-def _run_processes(experiment: str, args: argparse.Namespace,
-                   argv: list[str]) -> tuple[dict, list]:
-    """Run the section's body in ``args.processes`` fresh processes, one after the
-    other; the first one's record (parameters, outputs, build) is the section's,
-    with every process's own figures under ``processes``. A process that fails
-    ends the section non-zero: the rule records the failure. A process that skips
-    (or refuses) ends the section there, skipped: no other process is started."""
-    records, rows = [], []
+def _run_processes(experiment: str, args: argparse.Namespace, argv: list[str],
+                   before: dict[str, Any] | None = None) -> tuple[dict, list]:
+    """Run the section's body in fresh processes, one after the other, in the stages of
+    ``d2lperf.stages`` (``args.processes`` first, more while its comparisons are
+    undecided and its budget allows); the first one's record (parameters, outputs,
+    build) is the section's, with every process's own figures under ``processes`` and
+    the stages under ``stages``. Only the pooled stages' rows are the section's; a
+    stage set aside (measured on a busy machine) keeps its rows in its stage's entry.
+    A process that fails ends the section non-zero: the rule records the failure. A
+    process that skips (or refuses) ends the section there, skipped: no other process
+    is started."""
     with children.temporary_folder(f"{experiment}-processes-") as tmp:
-        for index in range(args.processes):
-            csv_path, sidecar = Path(tmp) / f"{index}.csv", Path(tmp) / f"{index}.json"
-            print(f"{experiment}: process {index + 1} of {args.processes}", flush=True)
-            # argparse keeps the last of a repeated option: these replace the outputs.
-            command = [sys.executable, sys.argv[0], *argv, "--process", str(index),
-                       "--csv", str(csv_path), "--sidecar", str(sidecar)]
-            done = subprocess.run(command, check=False, preexec_fn=children.die_with_parent)
-            if done.returncode != 0:
-                raise SystemExit(f"{experiment}: process {index} of {args.processes} "
-                                 f"failed with exit code {done.returncode}")
-            records.append(read_json(sidecar))
-            with open(csv_path, newline="", encoding="utf-8") as handle:
-                rows += list(csv.DictReader(handle))
-            if records[-1]["status"] != "ok":
-                break  # skipped here means skipped in every process: the machine is the same
+        def spawn(first: int, count: int) -> stages.Stage:
+            return _run_stage(experiment, args, argv, Path(tmp), first, count)
+
+        probe = statistics.median(before["probe_s"]) if before else None
+        done, pooled, staging = stages.run(
+            spawn, args.processes, experiment=experiment, band=args.band,
+            budget=args.budget_seconds, threads=args.threads, probe_s=probe)
+    records = [r for stage in done for r in stage.records]
+    rows = [row for stage, keep in zip(done, pooled) if keep for row in stage.rows]
+    for entry, stage, keep in zip(staging["history"], done, pooled):
+        if not keep:
+            entry["set_aside_rows"] = stage.rows
     record = dict(records[0])
     statuses = {r["status"] for r in records}
     if statuses != {"ok"}:
@@ -287,6 +303,35 @@ def _run_processes(experiment: str, args: argparse.Namespace,
                                      "peak_rss_mb", "load_average_at_start",
                                      "load_average_at_end", "status")}
         for r in records]
+    record["stages"] = staging
     record["started"], record["finished"] = records[0]["started"], records[-1]["finished"]
     record["wall_seconds"] = round(sum(r["wall_seconds"] for r in records), 3)
     return record, [{column: row.get(column, "") for column in COLUMNS} for row in rows]
+
+
+def _run_stage(experiment: str, args: argparse.Namespace, argv: list[str], tmp: Path,
+               first: int, count: int) -> stages.Stage:
+    """Processes ``first`` to ``first + count - 1``, one after the other, with the cores
+    other programs used meanwhile and the threaded probe after them."""
+    records, rows = [], []
+    window = steadiness.Window()
+    for index in range(first, first + count):
+        csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
+        print(f"{experiment}: process {index + 1} (stage of {first + 1}-{first + count})",
+              flush=True)
+        # argparse keeps the last of a repeated option: these replace the outputs.
+        command = [sys.executable, sys.argv[0], *argv, "--process", str(index),
+                   "--csv", str(csv_path), "--sidecar", str(sidecar)]
+        done = subprocess.run(command, check=False, preexec_fn=children.die_with_parent)
+        if done.returncode != 0:
+            raise SystemExit(f"{experiment}: process {index} of {args.processes} "
+                             f"failed with exit code {done.returncode}")
+        records.append(read_json(sidecar))
+        with open(csv_path, newline="", encoding="utf-8") as handle:
+            rows += list(csv.DictReader(handle))
+        if records[-1]["status"] != "ok":
+            break  # skipped here means skipped in every process: the machine is the same
+    load = window.close()
+    probe = statistics.median(steadiness.probe(args.probe_seconds, STAGE_PROBE_REPEATS,
+                                               threads=args.threads))
+    return stages.Stage(records, rows, load, probe)

@@ -230,6 +230,8 @@ def section_args(section, framework="mxnet"):
         "probe_seconds": config.get("probe_seconds", 0.2),
         **for_framework(PRESET[section], framework),
     }
+    if "processes" in PRESET[section]:  # its stages decide against the report's band
+        options["band"] = config.get("practical_band", 0.05)
     if framework == "pytorch" and section != "ceilings":
         options["on"] = torch_device_kind(section)
     elif SECTIONS[section]["gpus"]:

@@ -1,0 +1,297 @@
+"""Measure until decided, within a budget: the stages of a section's fresh processes.
+
+A section measured in fresh processes (``--processes P``) runs them in planned
+stages: P processes, then P more, then 2P more (looks at P, 2P and 4P). After
+each stage the section's comparisons (``QUESTIONS``) are decided on everything
+pooled so far, through ``stats.ratio_interval`` and ``stats.classify``: the same
+interval and band as the report's verdicts. The section stops when every
+comparison is decided (its interval lies wholly outside or wholly inside the
+practical band), when the next stage would not fit in its budget of seconds, or
+after the last planned stage.
+
+Looking more than once: each look uses a Bonferroni share of the 5%, 5% / K for
+the K planned looks (98.3% intervals for three), so that the chance that any look
+decides wrongly stays under 5% however the looks depend on each other and
+whatever interval method ``stats`` uses. Group-sequential boundaries would spend
+less at the last look, but they assume a normal statistic with independent
+increments of known size, which a two-level bootstrap of medians with
+per-process offsets is not, and a budget that stops early would leave their
+planned information fractions wrong; Bonferroni stays valid when fewer looks
+happen than planned.
+
+The gate: a stage measured while other programs kept the timing's cores busy
+(``steadiness.busy``) is not pooled with quiet ones: the section waits for the
+machine to quieten (bounded) and measures the stage again. Load moves ratios,
+not only times (two-thread timings suffer most), so a quiet stage and a busy one
+pooled give a narrow interval around neither effect. Where every stage is busy
+(the machine stays loaded), the busy stages are pooled with each other, all
+measured under the same load, and the record says so.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+from d2lperf import stats, steadiness
+
+ALPHA = 1 - stats.CONFIDENCE  # the error rate all looks of a section share
+PLAN = (1, 1, 2)  # stage sizes in units of the first stage's processes
+WAIT_SHARE = 0.1  # at most this share of the budget waited, once, for a busy machine
+WAIT_LIMIT_S = 30.0  # and never longer than this
+WAIT_POLL_S = 1.0
+DECIDED, BUDGET, MAX_STAGES, NOTHING, SKIPPED = (
+    "decided", "budget spent", "max stages", "nothing to decide", "skipped")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One comparison that decides a section: the ratio of the cases ``a`` to ``b``,
+    each summed round by round where it names several (x + y measured side by side)."""
+
+    name: str
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+
+
+# The comparisons the report's claims and A/A checks decide for each staged section. The
+# overlap claims decide on together / (a + b), here as the ratio of the together case
+# to the per-round sums of a and b. Queued/finished is left out: its ratio lies orders of
+# magnitude from its threshold in either framework (1e-4 queued in MXNet, 2000x the wait
+# in eager PyTorch), which more processes cannot change.
+QUESTIONS: dict[str, list[Question]] = {
+    "hybridize": [
+        Question("after/before hybridize", ("mlp_after_hybridize",), ("mlp_before_hybridize",)),
+        Question("A/A twin/before", ("mlp_before_hybridize_twin",), ("mlp_before_hybridize",)),
+    ],
+    "async_computation": [
+        Question("asynchronous/synchronous", ("add_loop_asynchronous",),
+                 ("add_loop_synchronous",)),
+    ],
+    "small_ops_parallel": [
+        Question("together/(x+y)", ("generate_x_and_y",), ("generate_x", "generate_y")),
+        Question("A/A y/x", ("generate_y",), ("generate_x",)),
+    ],
+    "auto_parallelism": [
+        Question("together/(cpu+gpu)", ("cpu_and_gpu",), ("cpu_only", "gpu_only")),
+        Question("together/(compute+copy)", ("compute_and_copy",),
+                 ("gpu_compute", "copy_to_cpu")),
+    ],
+}
+
+
+def plan(first: int) -> list[int]:
+    """The planned stages' process counts for a first stage of ``first`` processes."""
+    return [first * k for k in PLAN]
+
+
+def look_confidence(looks: int = len(PLAN)) -> float:
+    """Each look's confidence: the Bonferroni share of the section's error rate."""
+    return 1 - ALPHA / looks
+
+
+def widen(value: float, low: float, high: float, confidence: float) -> tuple[float, float]:
+    """A ratio's ``stats.CONFIDENCE`` interval stretched to ``confidence``: on the log
+    scale, each side's half-width times the ratio of the normal quantiles. For an
+    interval method that takes no confidence of its own."""
+    scale = (NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+             / NormalDist().inv_cdf(1 - (1 - stats.CONFIDENCE) / 2))
+    if not (value > 0 and low > 0 and high > 0):
+        return low, high
+    return (value * (low / value) ** scale, value * (high / value) ** scale)
+
+
+def interval(a: stats.Groups, b: stats.Groups, confidence: float) -> tuple[float, float, float]:
+    """The ratio a / b with its interval at ``confidence``, by ``stats``'s own method:
+    passed the confidence where ``stats.ratio_interval`` takes one, else widened."""
+    if "confidence" in inspect.signature(stats.ratio_interval).parameters:
+        return stats.ratio_interval(a, b, confidence=confidence)
+    value, low, high = stats.ratio_interval(a, b)
+    return (value, *widen(value, low, high, confidence))
+
+
+def groups(rows: Sequence[dict[str, Any]], cases: tuple[str, ...]) -> dict[int, list[float]]:
+    """The sum of ``cases`` in every (process, round) where all were timed, by process."""
+    found: dict[tuple[int, int], dict[str, float]] = {}
+    for row in rows:
+        if row.get("metric", "time") == "time" and row["case"] in cases:
+            key = (int(row["process"]), int(row["repeat"]))
+            found.setdefault(key, {})[row["case"]] = float(row["value"])
+    by_process: dict[int, list[float]] = {}
+    for (process, _), values in sorted(found.items()):
+        if len(values) == len(cases):
+            by_process.setdefault(process, []).append(sum(values.values()))
+    return by_process
+
+
+def look(rows: Sequence[dict[str, Any]], questions: Sequence[Question], band: float,
+         confidence: float) -> list[dict[str, Any]]:
+    """Every answerable question's ratio, interval and effect on ``rows``."""
+    answers = []
+    for question in questions:
+        a, b = groups(rows, question.a), groups(rows, question.b)
+        if not a or not b:
+            continue
+        value, low, high = interval(a, b, confidence)
+        effect = stats.classify(low, high, band)
+        answers.append({"question": question.name, "ratio": value, "low": low, "high": high,
+                        "effect": effect, "decided": effect != stats.UNSURE})
+    return answers
+
+
+@dataclass
+class Stage:
+    """What one stage of processes gave back: their run records and rows, and how busy
+    the machine was while they ran."""
+
+    records: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    load: dict[str, Any]
+    probe_s: float | None = None
+
+
+def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band: float,
+        budget: float, threads: int, probe_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wait: Callable[[float], bool] | None = None) -> tuple[list[Stage], list[bool],
+                                                                dict[str, Any]]:
+    """Run the planned stages through ``spawn(first_index, count)`` until decided, the
+    budget is spent or the plan ends. ``probe_s``: the section's threaded probe before
+    its first stage. Returns every stage measured, which of them are pooled, and the
+    record of how it went (``stages`` in run.json). ``wait(seconds)`` waits for the
+    machine to quieten and says whether it did."""
+    wait = wait or wait_for_quiet
+    questions = QUESTIONS.get(experiment, [])
+    sizes = plan(first)
+    confidence = look_confidence(len(sizes))
+    started = clock()
+    done: list[Stage] = []
+    history: list[dict[str, Any]] = []
+    pooled: list[bool] = []
+    next_index, fastest, may_wait, stopped = 0, probe_s, True, MAX_STAGES
+
+    def measure(number: int, count: int, retry: bool = False) -> Stage:
+        nonlocal next_index, fastest
+        stage = spawn(next_index, count)
+        reasons = steadiness.busy(stage.load, threads, fastest, stage.probe_s)
+        history.append({"stage": number + 1, "retry": retry,
+                        "processes": [next_index, next_index + len(stage.records)],
+                        "load": stage.load, "probe_s": stage.probe_s,
+                        "busy": bool(reasons), "busy_why": reasons})
+        next_index += count
+        done.append(stage)
+        if stage.probe_s is not None:
+            fastest = stage.probe_s if fastest is None else min(fastest, stage.probe_s)
+        return stage
+
+    for number, count in enumerate(sizes):
+        if number and not _fits(done, count, clock() - started, budget):
+            stopped = BUDGET
+            break
+        stage = measure(number, count)
+        if questions and not _skipped(stage) and history[-1]["busy"] and may_wait:
+            # wait for the machine to quieten (bounded), then measure this stage again;
+            # a wait that timed out says the load stays: no more waiting in this section
+            left = max(0.0, budget - (clock() - started))
+            may_wait = wait(min(WAIT_LIMIT_S, WAIT_SHARE * budget, left))
+            history[-1]["waited_for_quiet"] = may_wait
+            if _fits(done, count, clock() - started, budget):
+                stage = measure(number, count, retry=True)
+        if _skipped(stage):
+            stopped = SKIPPED
+            break
+        pooled = _pool(history)
+        rows = [row for s, keep in zip(done, pooled) if keep for row in s.rows]
+        answers = look(rows, questions, band, confidence)
+        history[-1]["look"] = answers
+        if not answers:
+            stopped = NOTHING
+            break
+        if all(a["decided"] for a in answers):
+            stopped = DECIDED
+            break
+    pooled = _pool(history)
+    for entry, keep in zip(history, pooled):
+        entry["pooled"] = keep
+    record = {
+        "plan": sizes, "looks_planned": len(sizes), "confidence_per_look": confidence,
+        "correction": f"Bonferroni: {ALPHA:.2g} shared by {len(sizes)} planned looks",
+        "budget_seconds": budget, "band": band, "count": len(done),
+        "looks": sum(1 for h in history if "look" in h),
+        "processes_pooled": sum(len(s.records) for s, keep in zip(done, pooled) if keep),
+        "stopped": stopped, "why": _why(stopped, history, budget),
+        "all_busy": bool(history) and all(h["busy"] for h in history),
+        "seconds": round(clock() - started, 3), "history": history,
+    }
+    return done, pooled, record
+
+
+def _skipped(stage: Stage) -> bool:
+    return any(r.get("status") != "ok" for r in stage.records)
+
+
+def _fits(done: list[Stage], count: int, spent: float, budget: float) -> bool:
+    """Whether ``count`` more processes, at the median wall time of those so far, fit
+    (the median: a first process that also compiles, say, is not what the next cost)."""
+    walls = [r.get("wall_seconds") or 0.0 for s in done for r in s.records]
+    per_process = statistics.median(walls) if walls else 0.0
+    return spent + count * per_process <= budget
+
+
+def _pool(history: list[dict[str, Any]]) -> list[bool]:
+    """The quiet stages, where there is one; else every stage (all measured busy)."""
+    quiet = [not h["busy"] for h in history]
+    return quiet if any(quiet) else [True] * len(history)
+
+
+def _why(stopped: str, history: list[dict[str, Any]], budget: float) -> str:
+    answers = next((h["look"] for h in reversed(history) if h.get("look")), [])
+    open_ = [a["question"] for a in answers if not a["decided"]]
+    if stopped == DECIDED:
+        return "every comparison decided: " + ", ".join(
+            f"{a['question']} {a['effect']}" for a in answers)
+    if stopped == BUDGET:
+        return f"the next stage would not fit in {budget:g} s; undecided: " + ", ".join(open_)
+    if stopped == MAX_STAGES:
+        return "every planned stage ran; undecided: " + ", ".join(open_)
+    if stopped == NOTHING:
+        return "this section has no comparison the stages decide"
+    return "the section was skipped"
+
+
+def wait_for_quiet(limit: float, poll: float = WAIT_POLL_S) -> bool:
+    """Wait until other programs use under ``steadiness.BUSY_CORES`` of a core over a
+    ``poll`` window, at most ``limit`` seconds; whether the machine quietened."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() + poll <= deadline:
+        window = steadiness.Window()
+        time.sleep(poll)
+        others = window.close().get("others_cores")
+        if others is None or others <= steadiness.BUSY_CORES:
+            return True
+    return False
+
+
+def summary_text(record: dict[str, Any]) -> str:
+    """One line for the report: how many stages a section took and why it stopped."""
+    stages = record.get("count", 1)
+    text = (f"{stages} stage{'s' if stages != 1 else ''}, {record.get('processes_pooled')} "
+            f"processes pooled; stopped: {record.get('stopped')} ({record.get('why')})")
+    busy = [h for h in record.get("history", []) if h.get("busy")]
+    if busy:
+        text += f"; {len(busy)} stage(s) measured on a busy machine"
+        if not record.get("all_busy"):
+            text += ", set aside"
+        else:
+            text += (", pooled with each other" if len(busy) > 1 else ", kept") + \
+                " (busy throughout)"
+    confidence = record.get("confidence_per_look")
+    if confidence and not math.isnan(confidence):
+        text += f"; each look at {confidence:.1%} ({record.get('correction')})"
+    return text

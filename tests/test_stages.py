@@ -1,0 +1,276 @@
+"""d2lperf.stages: measure until decided, within a budget, and never pool a busy stage
+with quiet ones; d2lperf.steadiness's gate seen with a real busy loop."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from d2lperf import stages, stats, steadiness
+from d2lperf.configcheck import ConfigError, check_config
+
+QUIET = {"others_cores": 0.0, "own_cores": 2.0, "cores": 2, "wall_s": 1.0}
+BUSY = {"others_cores": 1.0, "own_cores": 1.0, "cores": 2, "wall_s": 1.0}
+
+
+class FakeSampler:
+    """The hybridize section's two compared cases, with a true ratio after/before, a
+    per-process offset and noise: stands in for the processes where only the stopping
+    logic is under test. ``loads`` gives each stage's load (quiet when it runs out)."""
+
+    def __init__(self, ratio: float, noise: float, offset: float = 0.0,
+                 loads: list[dict] | None = None, seconds: float = 1.0, seed: int = 0):
+        self.ratio, self.noise, self.offset, self.seconds = ratio, noise, offset, seconds
+        self.loads, self.calls = list(loads or []), []
+        self.rng = random.Random(seed)
+
+    def __call__(self, first: int, count: int) -> stages.Stage:
+        self.calls.append((first, count))
+        records, rows = [], []
+        for process in range(first, first + count):
+            shift = math.exp(self.rng.gauss(0, self.offset))
+            for repeat in range(3):
+                for case, base in (("mlp_before_hybridize", 1.0),
+                                   ("mlp_after_hybridize", self.ratio)):
+                    value = base * shift * math.exp(self.rng.gauss(0, self.noise))
+                    rows.append({"case": case, "metric": "time", "process": process,
+                                 "repeat": repeat, "value": value})
+            records.append({"status": "ok", "wall_seconds": self.seconds})
+        load = self.loads.pop(0) if self.loads else QUIET
+        return stages.Stage(records, rows, load, probe_s=0.2)
+
+
+def staged(sampler, budget=1000.0, wait=lambda seconds: True, first=4):
+    return stages.run(sampler, first, experiment="hybridize", band=0.05, budget=budget,
+                      threads=2, wait=wait, clock=lambda: sum(c for _, c in sampler.calls)
+                      * sampler.seconds)
+
+
+def test_the_plan_and_each_looks_share_of_the_error_rate():
+    assert stages.plan(4) == [4, 4, 8]
+    assert stages.look_confidence(3) == pytest.approx(1 - 0.05 / 3)
+
+
+def test_widening_keeps_the_ratio_and_stretches_both_sides_on_the_log_scale():
+    low, high = stages.widen(2.0, 1.6, 2.5, 1 - 0.05 / 3)
+    assert low < 1.6 and high > 2.5
+    scale = 2.394 / 1.960  # the normal quantiles of 98.33% and 95%
+    assert math.log(2.0 / low) == pytest.approx(scale * math.log(2.0 / 1.6), rel=1e-3)
+    assert stages.widen(2.0, 1.6, 2.5, stats.CONFIDENCE) == pytest.approx((1.6, 2.5))
+
+
+def test_the_interval_is_stats_own_passed_the_confidence_where_it_takes_one(monkeypatch):
+    seen = {}
+
+    def ratio_interval(a, b, *, resamples=10, seed=0, confidence=0.95):
+        seen["confidence"] = confidence
+        return 1.0, 0.9, 1.1
+
+    monkeypatch.setattr(stats, "ratio_interval", ratio_interval)
+    assert stages.interval({0: [1.0]}, {0: [1.0]}, 0.99) == (1.0, 0.9, 1.1)
+    assert seen["confidence"] == 0.99
+
+
+def test_the_staged_interval_contains_the_95_percent_one():
+    rng = random.Random(1)
+    a = {p: [1 + rng.gauss(0, 0.05) for _ in range(3)] for p in range(4)}
+    b = {p: [2 + rng.gauss(0, 0.1) for _ in range(3)] for p in range(4)}
+    _, low95, high95 = stats.ratio_interval(a, b)
+    _, low, high = stages.interval(a, b, stages.look_confidence())
+    assert low < low95 and high > high95
+
+
+def test_groups_sum_the_cases_round_by_round_and_skip_incomplete_rounds():
+    rows = [{"case": c, "process": p, "repeat": r, "value": v, "metric": "time"}
+            for c, p, r, v in (("x", 0, 0, 1.0), ("y", 0, 0, 2.0), ("x", 0, 1, 1.5),
+                               ("y", 1, 0, 4.0), ("x", 1, 0, 3.0))]
+    assert stages.groups(rows, ("x", "y")) == {0: [3.0], 1: [7.0]}
+    assert stages.groups(rows, ("x",)) == {0: [1.0, 1.5], 1: [3.0]}
+
+
+def test_a_clear_effect_stops_after_the_first_stage_decided():
+    sampler = FakeSampler(ratio=0.5, noise=0.02)
+    done, pooled, record = staged(sampler)
+    assert sampler.calls == [(0, 4)]
+    assert record["stopped"] == stages.DECIDED and record["count"] == 1
+    assert record["looks"] == 1 and record["processes_pooled"] == 4
+    assert record["history"][0]["look"][0]["effect"] == stats.FASTER
+    assert "after/before hybridize faster" in record["why"]
+
+
+def test_an_effect_at_the_band_measures_every_planned_stage_then_stops():
+    # a true ratio on the band's edge can never be decided: the plan ends it
+    sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03)
+    done, pooled, record = staged(sampler)
+    assert sampler.calls == [(0, 4), (4, 4), (8, 8)]  # fresh process indices each stage
+    assert record["stopped"] == stages.MAX_STAGES and record["looks"] == 3
+    assert record["processes_pooled"] == 16 and all(pooled)
+    assert "undecided: after/before hybridize" in record["why"]
+
+
+def test_a_stage_that_would_not_fit_in_the_budget_is_not_started():
+    sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03, seconds=10.0)
+    # 4 processes of 10 s spent; 4 more would end at 80 s
+    done, pooled, record = staged(sampler, budget=79.0)
+    assert sampler.calls == [(0, 4)]
+    assert record["stopped"] == stages.BUDGET and "79 s" in record["why"]
+    done, pooled, record = staged(FakeSampler(ratio=0.95, noise=0.05, seconds=10.0),
+                                  budget=80.0)
+    assert record["count"] == 2
+
+
+def test_a_busy_stage_is_waited_out_measured_again_and_set_aside():
+    waits = []
+    sampler = FakeSampler(ratio=0.5, noise=0.02, loads=[BUSY, QUIET])
+
+    def wait(seconds):
+        waits.append(seconds)
+        return True
+
+    done, pooled, record = staged(sampler, budget=100.0, wait=wait)
+    assert waits == [min(stages.WAIT_LIMIT_S, stages.WAIT_SHARE * 100.0)]
+    assert sampler.calls == [(0, 4), (4, 4)]  # the same stage again, fresh processes
+    assert pooled == [False, True]
+    first, again = record["history"]
+    assert first["busy"] and "1.00 cores busy" in first["busy_why"][0]
+    assert again["retry"] and not again["busy"] and "look" in again
+    assert record["processes_pooled"] == 4 and record["stopped"] == stages.DECIDED
+
+
+def test_a_machine_busy_throughout_pools_its_busy_stages_and_stops_waiting():
+    waits = []
+    sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03, loads=[BUSY] * 10)
+    done, pooled, record = staged(sampler, wait=lambda s: waits.append(s) or False)
+    assert len(waits) == 1  # the wait timed out: the load stays, no more waiting
+    assert all(pooled) and record["all_busy"]
+    assert [h["retry"] for h in record["history"]] == [False, True, False, False]
+    assert "pooled with each other" in stages.summary_text(record)
+
+
+def test_a_section_without_staged_comparisons_runs_one_stage_busy_or_not():
+    sampler = FakeSampler(ratio=0.5, noise=0.02, loads=[BUSY])
+    _, _, record = stages.run(sampler, 2, experiment="async_memory", band=0.05, budget=100,
+                              threads=1, wait=lambda s: True)
+    assert sampler.calls == [(0, 2)] and record["stopped"] == stages.NOTHING
+
+
+def test_the_budget_is_a_validated_config_key():
+    schema = REPO / "workflow/schemas/config.schema.yaml"
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    for preset in ("documents", "ci"):
+        for section in stages.QUESTIONS:
+            assert config["presets"][preset][section]["budget_seconds"] > 0
+    for value, message in ((0, "presets.ci.hybridize.budget_seconds = 0"),
+                           ("soon", "presets.ci.hybridize.budget_seconds = 'soon'")):
+        bad = copy.deepcopy(config)
+        bad["presets"]["ci"]["hybridize"]["budget_seconds"] = value
+        with pytest.raises(ConfigError) as error:
+            check_config(bad, schema)
+        assert message in str(error.value)
+
+
+# --- real processes ---------------------------------------------------------------------
+
+SECTION = textwrap.dedent('''\
+    import sys
+    sys.path.insert(0, {scripts!r})
+    from d2lperf import experiment, steadiness, timing
+
+    def body(args, rec):
+        work = lambda n: lambda: steadiness.probe_work(n)
+        rec.timings(timing.compare({{"mlp_before_hybridize": work(200_000),
+                                     "mlp_after_hybridize": work(100_000)}}, lambda: None,
+                                   warmup=1, rounds=args.repeats, seed=0,
+                                   process=args.process))
+
+    if __name__ == "__main__":
+        sys.exit(experiment.main("hybridize", "pytorch", experiment.parser("toy"), body))
+''')
+
+
+def run_section(tmp_path: Path, *args: str) -> dict:
+    script = tmp_path / "toy.py"
+    script.write_text(SECTION.format(scripts=str(REPO / "scripts")))
+    done = subprocess.run(
+        [sys.executable, str(script), "--csv", str(tmp_path / "s.csv"), "--sidecar",
+         str(tmp_path / "run.json"), "--repeats", "3", "--probe-seconds", "0.01", *args],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((tmp_path / "run.json").read_text())
+
+
+def test_a_real_section_with_a_twofold_difference_is_decided_and_says_so(tmp_path):
+    record = run_section(tmp_path, "--processes", "3", "--threads", "1",
+                         "--budget-seconds", "60")
+    staging = record["stages"]
+    assert staging["stopped"] == stages.DECIDED and staging["looks"] == 1
+    answer = staging["history"][-1]["look"][0]
+    assert answer["effect"] == stats.FASTER and 0.3 < answer["ratio"] < 0.8
+    assert staging["plan"] == [3, 3, 6]
+    pooled = sum(h["processes"][1] - h["processes"][0] for h in staging["history"]
+                 if h["pooled"])
+    rows = (tmp_path / "s.csv").read_text().splitlines()[1:]
+    assert len(rows) == pooled * 3 * 2  # only the pooled stages' rows are the section's
+    assert len(record["processes"]) == staging["history"][-1]["processes"][1]
+    assert "stopped: decided" in stages.summary_text(staging)
+
+
+def test_the_gate_sees_a_real_busy_core_and_measures_the_stage_again(tmp_path):
+    with steadiness.busy_cores(1, seconds=120) as pids:
+        window = steadiness.Window()
+        time.sleep(1.5)
+        load = window.close()
+        assert load["others_cores"] >= 0.4, load  # the spin alone takes its share
+        assert steadiness.busy(load, threads=load["cores"])
+        record = run_section(tmp_path, "--processes", "2", "--threads", "2",
+                             "--budget-seconds", "20")
+    assert not Path(f"/proc/{pids[0]}").exists()  # killed and reaped with the block
+    first = record["stages"]["history"][0]
+    assert first["busy"] and first["waited_for_quiet"] is False  # the spin outlasts the wait
+    assert first["load"]["others_cores"] >= 0.4
+    assert record["stages"]["history"][1]["retry"]
+
+
+def test_a_spin_ends_on_its_own_at_its_deadline():
+    with steadiness.busy_cores(1, seconds=0.5) as pids:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            state = Path(f"/proc/{pids[0]}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":  # exited, waiting to be reaped
+                break
+            time.sleep(0.2)
+        assert state == "Z"
+
+
+def test_a_waited_for_child_counts_as_the_sections_own_cpu_not_others():
+    window = steadiness.Window()
+    done = subprocess.run([sys.executable, "-c", "import time\nend = time.monotonic() + 1.0\n"
+                           "while time.monotonic() < end: pass\nprint(time.process_time())"],
+                          check=True, timeout=60, capture_output=True, text=True)
+    load = window.close()
+    child_cpu = float(done.stdout)
+    assert child_cpu > 0.1
+    assert load["own_cores"] * load["wall_s"] >= 0.8 * child_cpu, (load, child_cpu)
+
+
+def test_the_report_says_how_many_stages_a_section_took_and_why():
+    import render_report
+
+    _, _, record = staged(FakeSampler(ratio=0.95, noise=0.05, offset=0.03, seconds=10.0),
+                          budget=100.0)
+    line = render_report.run_line({"status": "ok", "wall_seconds": 80.0, "parameters": {},
+                                   "stages": record})
+    assert "; 2 stages, 8 processes pooled; stopped: budget spent (the next stage would " \
+           "not fit in 100 s; undecided: after/before hybridize" in line["text"]
+    assert "each look at 98.3% (Bonferroni: 0.05 shared by 3 planned looks)" in line["text"]
