@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import CI_CONFIG, CI_MACHINE, run_script, snakemake
+from conftest import CI_CONFIG, CI_MACHINE, SNAKEMAKE, copy_workflow, run_script, snakemake
 from d2lperf.blas import BlasError, check_is_blas, find_system_blas
 
 DEBIAN_OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0")
@@ -207,4 +207,54 @@ def test_a_preloaded_stand_in_blas_that_computes_wrong_is_refused(tmp_path, expe
     assert run["status"] == "refused"
     assert run["reason"].startswith("mxnet's float32 matrix product 2000x2000")
     assert run["blas_probe"]["environment"]["LD_PRELOAD"] == str(library)
+    assert samples.count("\n") == 1
+
+
+# --- a forced kernel as its own variant -----------------------------------------------
+
+@pytest.fixture(scope="module")
+def workflow_copy(tmp_path_factory):
+    return copy_workflow(tmp_path_factory.mktemp("coretype") / "wf")
+
+
+def dry_run(work, *config, env=None):
+    done = subprocess.run([str(SNAKEMAKE), "-n", "-p", "--cores", "1", *CI_CONFIG, *config],
+                          cwd=work, capture_output=True, text=True, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
+    return done, done.stdout + done.stderr
+
+
+def test_a_bad_coretype_is_refused_naming_the_key(workflow_copy):
+    done, said = dry_run(workflow_copy, "blas_coretype=Skylake-X")
+    assert done.returncode != 0
+    assert "config key blas_coretype = 'Skylake-X' is not an OpenBLAS kernel" in said
+
+
+def test_a_forced_kernel_is_a_variant_of_mxnet_runs_beside_the_stock_one(workflow_copy):
+    done, said = dry_run(workflow_copy, "blas_coretype=haswell")
+    assert done.returncode == 0, said[-3000:]
+    variant = f"results/{CI_MACHINE}--haswell-kernel"
+    assert f"{variant}/async_computation/run.json" in said
+    assert "OPENBLAS_CORETYPE=Haswell" in said
+    assert "_pytorch" not in said  # PyTorch's BLAS is not the one forced: its runs are stock's
+    # checked against the stock kernel's dot too, beside the float64 probe of every run
+    assert f"results/{CI_MACHINE}/blas_reference.npz" in said
+
+
+def test_an_empty_blas_variable_is_never_passed_on(workflow_copy):
+    done, said = dry_run(workflow_copy, env={"OPENBLAS_CORETYPE": ""})
+    assert done.returncode == 0, said[-3000:]
+    commands = [line for line in said.splitlines()
+                if "sections/mxnet/async_computation.py" in line and "--sidecar" in line]
+    assert commands and all("env -u OPENBLAS_CORETYPE " in line for line in commands)
+
+
+def test_a_forced_kernel_that_computes_wrong_here_is_refused_before_any_timing(
+        tmp_path, experiment_python):
+    """Forced to Cooperlake, numpy 1.23's OpenBLAS 0.3.20 (loaded beside MXNet's, and
+    reading the same variable) computes float64 products off by percent on this CPU."""
+    run, samples = section_run(experiment_python, tmp_path, env={"OPENBLAS_CORETYPE":
+                                                                  "Cooperlake"})
+    assert run["status"] == "refused"
+    assert "OPENBLAS_CORETYPE='Cooperlake'" in run["reason"]
     assert samples.count("\n") == 1
