@@ -110,11 +110,12 @@ lock-torch: envs
 	mv envs/torch.lock.tmp envs/torch.lock.txt
 
 # The commit before side-by-side measurement (issue 12) and PyTorch: bench prints its run
-# time beside this tree's.
+# time beside this tree's; then every BLAS's kernel and rate beside the machine's ceilings.
 BENCH_BASELINE ?= 8a3f68d
 bench: envs
 	$(VENV)/bin/python bench/pipeline_overhead.py --against $(BENCH_BASELINE)
 	$(VENV)/bin/python bench/verdict_stability.py --runs 3
+	$(VENV)/bin/python bench/blas_kernels.py
 
 clean:
 	rm -rf $(VENV) $(MXVENV) $(TVENV) $(AXE) .snakemake

@@ -120,3 +120,23 @@ def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tm
     assert ("96% of the machine&#39;s best, torch_mm_4000 (torch mm (mkl)), at the limit"
             in page)
     assert "torch_mm_4000 208.0 GFLOP/s (torch mm (mkl), 63–125% of the CPU&#39;s peak)" in page
+
+
+def test_the_kernels_bench_prints_stock_and_forced_kernels_beside_the_ceilings():
+    import subprocess
+
+    from conftest import WORKFLOW_PYTHON
+
+    done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/blas_kernels.py"),
+                           "--size", "200", "--repeats", "1", "--threads", "1",
+                           "--kernels", "Haswell"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    for name in ("MXNet dot, stock kernel", "MXNet dot, OPENBLAS_CORETYPE=Haswell",
+                 "numpy matmul (experiment env)", "numpy matmul (workflow env)", "PyTorch mm"):
+        row = next(line for line in lines if line.startswith(name))
+        assert "%" in row and "e-0" in row  # a rate with its shares, and the error checked
+    from d2lperf import machine
+
+    if machine.clock_ghz()[0]:
+        assert any(line.startswith("CPU peak ") for line in lines)
