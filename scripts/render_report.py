@@ -721,7 +721,33 @@ def ceilings_text(summary: list[Row], runs: dict[tuple[str, str], Row] | None = 
     return "; ".join(parts) or "not measured"
 
 
-def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Row]) -> str | None:
+def forced_kernel_ratios(comparison_csv: Path | None, machine_id: str) -> list[str]:
+    """Each forced-kernel variant of this machine (results/<machine>--<kernel>-kernel, in the
+    cross-machine table when it ran) in words: its MXNet dot rate over this run's."""
+    if not comparison_csv:
+        return []
+    table = pd.read_csv(comparison_csv)
+    if "framework" not in table:
+        table = table.assign(framework=DEFAULT_FRAMEWORK)
+    dots = table[(table["framework"] == "mxnet") & (table["experiment"] == "ceilings")
+                 & (table["metric"] == "rate") & table["case"].str.startswith("mxnet_dot_")]
+    stock = machine_id.split("--")[0]
+    rates = {m: g.set_index("case")["median"] for m, g in dots.groupby("machine")}
+    if machine_id not in rates:
+        return []
+    found = []
+    for name, variant in sorted(rates.items()):
+        kind = re.fullmatch(re.escape(stock) + r"--(?:system-blas--)?([a-z0-9_]+)-kernel", name)
+        shared = variant.index.intersection(rates[machine_id].index)
+        if kind and name != machine_id and len(shared):
+            case = max(shared, key=lambda c: int(c.rsplit("_", 1)[-1]))
+            found.append(f"{name}: {variant[case]:.0f} GFLOP/s, "
+                         f"{variant[case] / rates[machine_id][case]:.2f}× this run's {case}")
+    return found
+
+
+def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Row],
+                forced: list[str] | None = None) -> str | None:
     """One line for the first screen when an OpenBLAS here runs a kernel narrower than the
     CPU's vectors (Prescott's 128 bits on an AVX-512 CPU): what it costs MXNet's dot here,
     measured against the machine's best, and the fix."""
@@ -756,7 +782,8 @@ def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Ro
     return (f"{names} on this {bits}-bit {instructions} CPU{cost}; fix: --config "
             f"blas_coretype=<kernel> runs a forced kernel (SkylakeX for AVX-512 where the "
             f"OpenBLAS has it, Haswell for AVX2) as a variant of its own, checked against "
-            f"float64 before any timing; make bench measures each")
+            f"float64 before any timing; make bench measures each"
+            + (f". Forced here: {'; '.join(forced)}" if forced else ""))
 
 
 def job_figures(paths: list[Path]) -> dict[str, dict[str, Any]]:
@@ -863,7 +890,8 @@ def render(args: argparse.Namespace) -> str:
         machine=machine,
         machine_rows={**machine_rows(machine),
                       "ceilings (measured here)": ceilings_text(summary, runs, machine)},
-        blas_notice=blas_notice(machine, runs, summary),
+        blas_notice=blas_notice(machine, runs, summary, forced_kernel_ratios(
+            args.comparison, str(machine.get("machine", "")))),
         machine_line=machine_line(machine),
         stacks={name: rows for name, rows in stacks.items() if rows},
         frameworks=[FRAMEWORKS.get(f, f) for f in frameworks],

@@ -140,3 +140,19 @@ def test_the_kernels_bench_prints_stock_and_forced_kernels_beside_the_ceilings()
 
     if machine.clock_ghz()[0]:
         assert any(line.startswith("CPU peak ") for line in lines)
+
+
+def test_a_forced_kernel_variant_that_ran_is_set_against_this_runs_dot(tmp_path):
+    import render_report
+
+    table = tmp_path / "comparison.csv"
+    pd.DataFrame([
+        {"machine": m, "framework": "mxnet", "experiment": "ceilings", "case": c,
+         "metric": "rate", "median": v}
+        for m, c, v in (("box", "mxnet_dot_2000", 25.0), ("box", "mxnet_dot_4000", 26.0),
+                        ("box--haswell-kernel", "mxnet_dot_4000", 70.2),
+                        ("box--system-blas", "mxnet_dot_4000", 26.5),
+                        ("other-box", "mxnet_dot_4000", 300.0))]).to_csv(table, index=False)
+    assert render_report.forced_kernel_ratios(table, "box") == [
+        "box--haswell-kernel: 70 GFLOP/s, 2.70× this run's mxnet_dot_4000"]
+    assert render_report.forced_kernel_ratios(None, "box") == []
