@@ -273,8 +273,12 @@ def job_environment(section=None, framework="mxnet"):
     variables.append("PYTHONUNBUFFERED=1")
     preload = SYSTEM_BLAS and framework == "mxnet"
     forced = CORETYPE and framework == "mxnet"
-    return (unset + variables + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if preload else [])
-            + ([f"OPENBLAS_CORETYPE={CORETYPE}"] if forced else []))
+    return (
+        unset
+        + variables
+        + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if preload else [])
+        + ([f"OPENBLAS_CORETYPE={CORETYPE}"] if forced else [])
+    )
 
 
 EMPTY_BLAS_VARIABLES = [
