@@ -378,7 +378,7 @@ def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
         checks.append(check)
         print(f"{library} {dtype} matrix product {size}x{size} against float64: max relative "
               f"error {error:.1e} (allowed {check['tolerance']:.1e}; {check['kernel']})",
-              flush=True)
+              file=sys.stderr, flush=True)  # stdout is the section's own figures
         if not error <= check["tolerance"]:
             empty = (f"; set but empty: {', '.join(record['blas_probe']['empty'])}"
                      if record["blas_probe"]["empty"] else "")

@@ -169,7 +169,8 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         "experiment": experiment,
         "framework": framework,
         "parameters": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-                       if k not in ("csv", "sidecar", "blas_reference", "process")},
+                       if k not in ("csv", "sidecar", "blas_reference", "process",
+                                    "blas_probe_size")},  # blas_probe holds it
         "started": provenance.now(),
         **provenance.run_context(),
     }
