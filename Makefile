@@ -111,11 +111,13 @@ lock-torch: envs
 
 # The commit before side-by-side measurement (issue 12) and PyTorch: bench prints its run
 # time beside this tree's. The verdicts' stability runs twice: quiet, then with one core kept
-# busy by a bounded spin the bench starts and stops; both printed side by side.
+# busy by a bounded spin the bench starts and stops; both printed side by side. Then every
+# BLAS's kernel and rate beside the machine's ceilings.
 BENCH_BASELINE ?= 8a3f68d
 bench: envs
 	$(VENV)/bin/python bench/pipeline_overhead.py --against $(BENCH_BASELINE)
 	$(VENV)/bin/python bench/verdict_stability.py --runs 3 --modes quiet busy
+	$(VENV)/bin/python bench/blas_kernels.py
 
 clean:
 	rm -rf $(VENV) $(MXVENV) $(TVENV) $(AXE) .snakemake

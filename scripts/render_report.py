@@ -31,10 +31,12 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
-from d2lperf import provenance, stages
+from d2lperf import provenance, stages, workloads
 from d2lperf.archive import kept_refusals
+from d2lperf.blas import CORE_BITS, narrow_kernels
 from d2lperf.labels import Labels
 from d2lperf.results import read_json, section_folder
+from d2lperf.workloads import AT_LIMIT
 
 Row = dict[str, Any]
 FRAMEWORKS = {"mxnet": "MXNet", "pytorch": "PyTorch"}  # display names, in column order
@@ -154,7 +156,7 @@ def cell_view(row: Row, cell: Row | None) -> Row:
     if cell.get("achieved"):
         rate = f"{cell['achieved']:.1f} {cell['achieved_unit']}"
         if cell.get("fraction_of_ceiling"):
-            rate += f", {100 * cell['fraction_of_ceiling']:.0f}% of {cell['ceiling_case']}"
+            rate += f", {share_text(cell)}"
     return {"measured": True, "text": f"{value} {unit}".rstrip(), "notes": " · ".join(notes),
             "noisy": bool(cell.get("noisy")), "rate": rate, "devices": cell.get("devices")}
 
@@ -436,8 +438,10 @@ def overview(figures: list[Row], summary: list[Row], frameworks: list[str],
                 marks.append(None)
                 continue
             low, high = cell.get("ci_low"), cell.get("ci_high")
+            share = cell.get("fraction_of_ceiling")
             marks.append({"framework": framework, "ratio": cell["median"] / doc,
-                          "low": low / doc if low else None, "high": high / doc if high else None})
+                          "low": low / doc if low else None, "high": high / doc if high else None,
+                          "at_limit": bool(share and share >= AT_LIMIT)})
         label = r["label"] + (f" ({r['variant']})" if r["variant"] else "")
         rows.append({"experiment": r["experiment"], "label": label, "marks": marks})
     if not rows:
@@ -722,11 +726,106 @@ def torch_stack(machine: Row, runs: Iterable[Row]) -> dict[str, str] | None:
     return rows
 
 
-def ceilings_text(summary: list[Row]) -> str:
-    rates = [r for r in summary if r["experiment"] == "ceilings" and r["metric"] == "rate"
-             and r["median"] is not None]
-    return "; ".join(f"{r['case']} {r['median']:.1f} {r['unit']}" for r in rates) \
-        or "not measured"
+def share_text(cell: Row) -> str:
+    """A rate's share of the machine's best ceiling, naming which ceiling it is of."""
+    kernel = f" ({cell['ceiling_kernel']})" if cell.get("ceiling_kernel") else ""
+    mark = ", at the limit" if cell["fraction_of_ceiling"] >= AT_LIMIT else ""
+    return (f"{100 * cell['fraction_of_ceiling']:.0f}% of the machine's best, "
+            f"{cell['ceiling_case']}{kernel}{mark}")
+
+
+def ceiling_kernels(runs: dict[tuple[str, str], Row]) -> dict[str, str]:
+    """Which library and kernel reached each ceiling, from both ceilings sections."""
+    return {case: kernel for (_, experiment), run in runs.items() if experiment == "ceilings"
+            for case, kernel in ((run or {}).get("notes") or {}).get("kernels", {}).items()}
+
+
+def ceilings_text(summary: list[Row], runs: dict[tuple[str, str], Row] | None = None,
+                  machine: Row | None = None) -> str:
+    """Every ceiling with the library and kernel that reached it, a CPU product's share
+    of the CPU's theoretical peak (a range: the FMA pipes cannot be read), and the peak."""
+    kernels = ceiling_kernels(runs or {})
+    peak = ((machine or {}).get("cpu") or {}).get("peak_float32")
+    rates = sorted((r for r in summary if r["experiment"] == "ceilings"
+                    and r["metric"] == "rate" and r["median"] is not None),
+                   key=lambda r: (r["unit"], -r["median"]))
+    parts = []
+    for r in rates:
+        notes = [kernels[r["case"]]] if r["case"] in kernels else []
+        if peak and r["unit"] == "GFLOP/s" and not r["case"].startswith("gpu"):
+            notes.append(f"{100 * r['median'] / peak['gflops_high']:.0f}–"
+                         f"{100 * r['median'] / peak['gflops_low']:.0f}% of the CPU's peak")
+        parts.append(f"{r['case']} {r['median']:.1f} {r['unit']}"
+                     + (f" ({', '.join(notes)})" if notes else ""))
+    if peak:
+        parts.append(f"CPU peak {peak['gflops_low']:.0f}–{peak['gflops_high']:.0f} GFLOP/s "
+                     f"float32: {peak['how']}")
+    return "; ".join(parts) or "not measured"
+
+
+def forced_kernel_ratios(comparison_csv: Path | None, machine_id: str) -> list[str]:
+    """Each forced-kernel variant of this machine (results/<machine>--<kernel>-kernel, in the
+    cross-machine table when it ran) in words: its MXNet dot rate over this run's."""
+    if not comparison_csv:
+        return []
+    table = pd.read_csv(comparison_csv)
+    if "framework" not in table:
+        table = table.assign(framework=DEFAULT_FRAMEWORK)
+    dots = table[(table["framework"] == "mxnet") & (table["experiment"] == "ceilings")
+                 & (table["metric"] == "rate") & table["case"].str.startswith("mxnet_dot_")]
+    stock = machine_id.split("--")[0]
+    rates = {m: g.set_index("case")["median"] for m, g in dots.groupby("machine")}
+    if machine_id not in rates:
+        return []
+    found = []
+    for name, variant in sorted(rates.items()):
+        kind = re.fullmatch(re.escape(stock) + r"--(?:system-blas--)?([a-z0-9_]+)-kernel", name)
+        shared = variant.index.intersection(rates[machine_id].index)
+        if kind and name != machine_id and len(shared):
+            case = max(shared, key=lambda c: int(c.rsplit("_", 1)[-1]))
+            found.append(f"{name}: {variant[case]:.0f} GFLOP/s, "
+                         f"{variant[case] / rates[machine_id][case]:.2f}× this run's {case}")
+    return found
+
+
+def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Row],
+                forced: list[str] | None = None) -> str | None:
+    """One line for the first screen when an OpenBLAS here runs a kernel narrower than the
+    CPU's vectors (Prescott's 128 bits on an AVX-512 CPU): what it costs MXNet's dot here,
+    measured against the machine's best, and the fix."""
+    bits = ((machine.get("cpu") or {}).get("vector") or {}).get("bits")
+    mxnet = (machine.get("software") or {}).get("mxnet") or next(
+        (r["mxnet"] for (f, _), r in runs.items() if f == "mxnet" and (r or {}).get("mxnet")),
+        None) or {}
+    libraries = mxnet.get("blas_libraries") or ([mxnet["blas"]] if mxnet.get("blas") else [])
+    for lib in libraries:
+        lib.setdefault("kernel_bits", CORE_BITS.get(str(lib.get("core", "")).lower()))
+    narrow = narrow_kernels(libraries, bits) if bits else []
+    if not narrow:
+        return None
+    names = "; ".join(f"{' '.join((lib.get('config') or 'OpenBLAS').split()[:2])} runs its "
+                      f"{lib['core']} kernel ({lib['kernel_bits']}-bit)" for lib in narrow)
+    ceilings = {r["case"]: r["median"] for r in summary if r["experiment"] == "ceilings"
+                and r["metric"] == "rate" and r["median"] is not None}
+    best = workloads.best_ceiling(ceilings, workloads.ceiling_case("GFLOP", "cpu", ""))
+    if best:
+        best = (ceiling_kernels(runs).get(best[0], best[0]), best[1])
+    for r in summary:  # a timing of the same work beats them: the summary says so
+        if r.get("achieved_unit") == "GFLOP/s" and r.get("ceiling") and (
+                best is None or r["ceiling"] > best[1]) and "gpu" not in str(r.get("devices")) \
+                and "cuda" not in str(r.get("devices")):
+            best = (r["ceiling_case"], r["ceiling"])
+    dots = [rate for case, rate in ceilings.items() if case.startswith("mxnet_dot_")]
+    cost = ""
+    if best and dots:
+        cost = (f": MXNet's dot reaches {max(dots):.0f} GFLOP/s, {100 * max(dots) / best[1]:.0f}% "
+                f"of the machine's best ({best[0]}, {best[1]:.0f} GFLOP/s)")
+    instructions = (machine.get("cpu") or {}).get("vector", {}).get("instructions", "")
+    return (f"{names} on this {bits}-bit {instructions} CPU{cost}; fix: --config "
+            f"blas_coretype=<kernel> runs a forced kernel (SkylakeX for AVX-512 where the "
+            f"OpenBLAS has it, Haswell for AVX2) as a variant of its own, checked against "
+            f"float64 before any timing; make bench measures each"
+            + (f". Forced here: {'; '.join(forced)}" if forced else ""))
 
 
 def job_figures(paths: list[Path]) -> dict[str, dict[str, Any]]:
@@ -831,7 +930,10 @@ def render(args: argparse.Namespace) -> str:
               "PyTorch": torch_stack(machine, (r for k, r in runs.items() if k[0] == "pytorch"))}
     return env.get_template(template.name).render(
         machine=machine,
-        machine_rows={**machine_rows(machine), "ceilings (measured here)": ceilings_text(summary)},
+        machine_rows={**machine_rows(machine),
+                      "ceilings (measured here)": ceilings_text(summary, runs, machine)},
+        blas_notice=blas_notice(machine, runs, summary, forced_kernel_ratios(
+            args.comparison, str(machine.get("machine", "")))),
         machine_line=machine_line(machine),
         stacks={name: rows for name, rows in stacks.items() if rows},
         frameworks=[FRAMEWORKS.get(f, f) for f in frameworks],

@@ -70,32 +70,51 @@ def summary_table(runs: Runs, samples: pd.DataFrame, reference: pd.DataFrame):
                "devices", "label", "document_printed", "document_value", "count", "min",
                "q1", "median", "q3", "max", "iqr", "mean", "stddev", "ci_low", "ci_high",
                "outliers", "noisy", "ratio", "achieved", "achieved_unit", "ceiling", "ceiling_case",
-               "fraction_of_ceiling", "status"]
+               "ceiling_kernel", "fraction_of_ceiling", "status"]
     return table[columns]
 
 
 def add_rates(table: pd.DataFrame, runs: Runs) -> pd.DataFrame:
-    """Achieved rate of every dot- or copy-built timing, and its share of the ceiling
-    (the machine's, measured once, whichever framework the timing ran in)."""
+    """Achieved rate of every dot- or copy-built timing, and its share of the machine's
+    best ceiling for that work on that device: the best of every library's ceilings
+    (either framework's ceilings section) and of every timing of the same kind here. So
+    no share can exceed 1: a timing that beats every ceiling is the ceiling, named so."""
     ceilings = {r["case"]: r["median"] for r in table.to_dict("records")
                 if r["experiment"] == "ceilings" and r["metric"] == "rate"
                 and pd.notna(r["median"])}
-    columns = {"achieved": [], "achieved_unit": [], "ceiling": [], "ceiling_case": [],
-               "fraction_of_ceiling": []}
-    for row in table.to_dict("records"):
+    kernels = {case: kernel for framework_runs in runs.values()
+               for case, kernel in framework_runs.get("ceilings", {}).get("notes", {})
+               .get("kernels", {}).items()}
+    rows = table.to_dict("records")
+    rates = []  # (achieved, unit, pattern) of each row, None where it does no known work
+    for row in rows:
         params = runs.get(row["framework"], {}).get(row["experiment"], {}).get("parameters", {})
         amount = workloads.work(row["experiment"], row["case"], params) \
             if row["metric"] == "time" and pd.notna(row["median"]) else None
-        achieved = unit = ceiling = case = fraction = None
-        if amount is not None:
-            achieved, unit = amount[0] / row["median"], f"{amount[1]}/s"
-            devices = row["devices"] if isinstance(row["devices"], str) else ""
-            best = workloads.best_ceiling(
-                ceilings, workloads.ceiling_case(amount[1], devices, row["case"]))
-            if best is not None:
-                case, ceiling = best
-                fraction = achieved / ceiling
-        for name, value in zip(columns, (achieved, unit, ceiling, case, fraction)):
+        if amount is None:
+            rates.append(None)
+            continue
+        devices = row["devices"] if isinstance(row["devices"], str) else ""
+        rates.append((amount[0] / row["median"], f"{amount[1]}/s",
+                      workloads.ceiling_case(amount[1], devices, row["case"])))
+    columns = {"achieved": [], "achieved_unit": [], "ceiling": [], "ceiling_case": [],
+               "ceiling_kernel": [], "fraction_of_ceiling": []}
+    for rate in rates:
+        values = [None] * len(columns)
+        if rate is not None:
+            achieved, unit, pattern = rate
+            best = workloads.best_ceiling(ceilings, pattern)
+            case, ceiling = best if best else (None, None)
+            kernel = kernels.get(case) if case else None
+            beaten = [(other[0], other_row) for other, other_row in zip(rates, rows)
+                      if other is not None and other[2] == pattern and other[1] == unit]
+            fastest, fastest_row = max(beaten, key=lambda item: item[0])
+            if ceiling is None or fastest > ceiling:
+                ceiling, kernel = fastest, "a timing here beat every ceiling measured"
+                case = (f"{fastest_row['framework']} {fastest_row['experiment']} "
+                        f"{fastest_row['case']}")
+            values = [achieved, unit, ceiling, case, kernel, achieved / ceiling]
+        for name, value in zip(columns, values):
             columns[name].append(value)
     return table.assign(**columns)
 

@@ -2,12 +2,15 @@
 before any timing, and its results kept apart from the stock ones."""
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import CI_CONFIG, CI_MACHINE, run_script, snakemake
+from conftest import CI_CONFIG, CI_MACHINE, SNAKEMAKE, copy_workflow, run_script, snakemake
 from d2lperf.blas import BlasError, check_is_blas, find_system_blas
 
 DEBIAN_OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0")
@@ -86,3 +89,172 @@ def test_a_blas_that_computes_something_else_is_refused(tmp_path, experiment_pyt
     assert run["status"] == "refused"
     assert "differs from the stock one" in run["reason"]
     assert (out / "samples.csv").read_text().count("\n") == 1  # header only: no figures
+
+
+# --- the probe against a float64 reference computed without any BLAS --------------------
+
+def test_the_reference_needs_no_blas_and_sees_an_error_anywhere():
+    from d2lperf import blas
+
+    a, b = blas.probe_matrices(300)
+    reference = blas.Reference(a, b)
+    right = a.astype(np.float64) @ b.astype(np.float64)
+    assert reference.error(right) < 1e-12
+    wrong = right.copy()
+    wrong[123, 45] *= 1.01  # one entry, most likely in no checked row or column
+    assert reference.error(wrong) > blas.probe_tolerance(300)
+    assert reference.error(right[:, :-1]) == float("inf")
+    assert reference.error(np.full_like(right, np.nan)) == float("inf")
+
+
+def test_a_stand_in_blas_that_computes_wrong_refuses_the_section():
+    from d2lperf import blas
+    from d2lperf.experiment import Refused
+
+    record = {}
+    with pytest.raises(Refused, match=r"stand-in's float32 matrix product 200x200 .* is off "
+                                      r"a float64 reference by 1\.0\de-03"):
+        blas.probe("none", record, 200, {("stand-in", "float32"): lambda a, b: (a @ b) * 1.001})
+    check = record["blas_probe"]["checks"][0]
+    assert check["max_relative_error"] > check["tolerance"] == 200 * 2.0 ** -24
+    record = {}
+    blas.probe("none", record, 200, {("stand-in", "float32"): lambda a, b: a @ b})
+    assert record["blas_probe"]["checks"][0]["max_relative_error"] < 1e-6
+
+
+def test_a_forced_kernel_that_crashes_is_refused_with_the_signal(tmp_path, monkeypatch):
+    from d2lperf import blas
+    from d2lperf.experiment import Refused
+
+    dies = tmp_path / "python"
+    dies.write_text("#!/bin/sh\nkill -ILL $$\n")
+    dies.chmod(0o755)
+    monkeypatch.setattr("sys.executable", str(dies))
+    assert blas.crash_in_child("mxnet", 100) == "crashed with SIGILL"
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "SkylakeX")
+    record = {}
+    with pytest.raises(Refused, match=r"OPENBLAS_CORETYPE='SkylakeX': mxnet's matrix products "
+                                      r"crashed with SIGILL in a test process"):
+        blas.probe("mxnet", record)
+    assert record["blas_probe"]["environment"]["OPENBLAS_CORETYPE"] == "SkylakeX"
+
+
+def test_coretype_names_are_checked_naming_the_key():
+    from d2lperf.blas import check_coretype
+
+    assert check_coretype("skylakex") == "SkylakeX"
+    assert check_coretype("") == ""
+    with pytest.raises(BlasError, match=r"config key blas_coretype = 'Skylake-X' is not an "
+                                        r"OpenBLAS kernel; allowed: Prescott, "):
+        check_coretype("Skylake-X")
+    with pytest.raises(BlasError, match="config key blas_coretype = 3 is not"):
+        check_coretype(3)
+
+
+def section_run(python, tmp_path, env=None, extra=()):
+    out = tmp_path / "run"
+    done = run_script(python, "sections/mxnet/async_computation.py", "--size", "100",
+                      "--loop-iterations", "2", "--repeats", "1", "--threads", "1", *extra,
+                      "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json"),
+                      env=None if env is None else {**os.environ, **env})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((out / "run.json").read_text()), (out / "samples.csv").read_text()
+
+
+def test_every_run_is_probed_and_records_its_blas_variables(tmp_path, experiment_python):
+    run, samples = section_run(experiment_python, tmp_path)
+    assert run["status"] == "ok" and samples.count("\n") > 1
+    checks = {(c["library"], c["dtype"]): c for c in run["blas_probe"]["checks"]}
+    assert set(checks) == {("mxnet", "float32"), ("mxnet", "float64"), ("numpy", "float32"),
+                           ("numpy", "float64")}
+    assert checks["mxnet", "float32"]["size"] == 2000  # the documents' side
+    assert all(c["max_relative_error"] <= c["tolerance"] for c in checks.values())
+    assert "kernel" in checks["mxnet", "float32"]["kernel"]
+    assert run["blas_probe"]["environment"]["OMP_NUM_THREADS"] == "1"
+
+
+def test_an_empty_openblas_coretype_refuses_the_section_before_any_timing(
+        tmp_path, experiment_python):
+    """Set but empty, OPENBLAS_CORETYPE makes numpy 1.23's OpenBLAS 0.3.20 pick a kernel
+    whose double product is off by percent on this CPU (MXNet's 0.3.13 falls back to its
+    generic kernel, slow but right): the probe sees it, and nothing is timed."""
+    run, samples = section_run(experiment_python, tmp_path, env={"OPENBLAS_CORETYPE": ""})
+    assert run["status"] == "refused"
+    assert "is off a float64 reference" in run["reason"]
+    assert "set but empty: OPENBLAS_CORETYPE" in run["reason"]
+    assert run["blas_probe"]["empty"] == ["OPENBLAS_CORETYPE"]
+    assert samples.count("\n") == 1  # header only: no figures
+
+
+STAND_IN_BLAS = r"""
+/* cblas_sgemm that returns ones: a BLAS that computes wrong numbers, fast */
+void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta,
+                 float *c, int ldc) {
+    for (int i = 0; i < m; i++) for (int j = 0; j < n; j++) c[i * ldc + j] = 1.0f;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler for the stand-in BLAS")
+def test_a_preloaded_stand_in_blas_that_computes_wrong_is_refused(tmp_path, experiment_python):
+    source = tmp_path / "wrong.c"
+    source.write_text(STAND_IN_BLAS)
+    library = tmp_path / "libwrongblas.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(library), str(source)],
+                   check=True)
+    run, samples = section_run(experiment_python, tmp_path, env={"LD_PRELOAD": str(library)})
+    assert run["status"] == "refused"
+    assert run["reason"].startswith("mxnet's float32 matrix product 2000x2000")
+    assert run["blas_probe"]["environment"]["LD_PRELOAD"] == str(library)
+    assert samples.count("\n") == 1
+
+
+# --- a forced kernel as its own variant -----------------------------------------------
+
+@pytest.fixture(scope="module")
+def workflow_copy(tmp_path_factory):
+    return copy_workflow(tmp_path_factory.mktemp("coretype") / "wf")
+
+
+def dry_run(work, *config, env=None):
+    done = subprocess.run([str(SNAKEMAKE), "-n", "-p", "--cores", "1", *CI_CONFIG, *config],
+                          cwd=work, capture_output=True, text=True, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
+    return done, done.stdout + done.stderr
+
+
+def test_a_bad_coretype_is_refused_naming_the_key(workflow_copy):
+    done, said = dry_run(workflow_copy, "blas_coretype=Skylake-X")
+    assert done.returncode != 0
+    assert "config key blas_coretype = 'Skylake-X' is not an OpenBLAS kernel" in said
+
+
+def test_a_forced_kernel_is_a_variant_of_mxnet_runs_beside_the_stock_one(workflow_copy):
+    done, said = dry_run(workflow_copy, "blas_coretype=haswell")
+    assert done.returncode == 0, said[-3000:]
+    variant = f"results/{CI_MACHINE}--haswell-kernel"
+    assert f"{variant}/async_computation/run.json" in said
+    assert "OPENBLAS_CORETYPE=Haswell" in said
+    assert "_pytorch" not in said  # PyTorch's BLAS is not the one forced: its runs are stock's
+    # checked against the stock kernel's dot too, beside the float64 probe of every run
+    assert f"results/{CI_MACHINE}/blas_reference.npz" in said
+
+
+def test_an_empty_blas_variable_is_never_passed_on(workflow_copy):
+    done, said = dry_run(workflow_copy, env={"OPENBLAS_CORETYPE": ""})
+    assert done.returncode == 0, said[-3000:]
+    commands = [line for line in said.splitlines()
+                if "sections/mxnet/async_computation.py" in line and "--sidecar" in line]
+    assert commands and all("env -u OPENBLAS_CORETYPE " in line for line in commands)
+
+
+def test_a_forced_kernel_that_computes_wrong_here_is_refused_before_any_timing(
+        tmp_path, experiment_python):
+    """Forced to Cooperlake, numpy 1.23's OpenBLAS 0.3.20 (loaded beside MXNet's, and
+    reading the same variable) computes float64 products off by percent on this CPU."""
+    run, samples = section_run(experiment_python, tmp_path, env={"OPENBLAS_CORETYPE":
+                                                                  "Cooperlake"})
+    assert run["status"] == "refused"
+    assert "OPENBLAS_CORETYPE='Cooperlake'" in run["reason"]
+    assert samples.count("\n") == 1

@@ -35,3 +35,28 @@ def test_hardware_facts_are_complete():
     assert facts["cpu"]["logical_cores"] >= 1
     assert facts["cpu"]["model"]
     assert isinstance(facts["gpus"], list)
+
+
+def test_vector_width_is_the_widest_the_flags_offer():
+    assert machine.vector_width({"sse2", "avx", "avx2", "fma", "avx512f"}) == {
+        "instructions": "AVX-512", "bits": 512, "fma": True}
+    assert machine.vector_width({"sse2", "avx"})["bits"] == 256
+    assert machine.vector_width({"sse2"}) == {"instructions": "SSE2", "bits": 128, "fma": False}
+
+
+def test_theoretical_peak_is_a_range_over_the_fma_pipes_and_says_how():
+    avx512 = machine.vector_width({"avx512f", "fma"})
+    peak = machine.theoretical_peak(2, (2.5, "the model name"), avx512)
+    # 16 float32 lanes x 2 FLOP per FMA x 1 or 2 pipes, on 2 cores at 2.5 GHz
+    assert (peak["gflops_low"], peak["gflops_high"]) == (160.0, 320.0)
+    assert "2.50 GHz (the model name)" in peak["how"] and "32-64" in peak["how"]
+    assert machine.theoretical_peak(2, (None, "not found"), avx512) is None
+
+
+def test_this_machines_peak_is_stated_when_its_clock_is_known():
+    facts = machine.hardware_facts()["cpu"]
+    assert facts["vector"]["bits"] in (64, 128, 256, 512)
+    peak = facts["peak_float32"]
+    if machine.clock_ghz()[0]:
+        assert 0 < peak["gflops_low"] < peak["gflops_high"]
+        assert peak["cores"] <= facts["logical_cores"]

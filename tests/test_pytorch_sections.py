@@ -421,7 +421,7 @@ def test_small_ops_parallel_has_the_mxnet_twins_cases_in_fresh_processes(torch_p
 
 
 SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",
-            "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon"]
+            "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon", "ceilings"]
 
 
 def test_every_mxnet_section_has_a_pytorch_twin_of_the_same_name():

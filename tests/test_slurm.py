@@ -34,8 +34,7 @@ SECTION_GPUS = {"hybridize": 0, "async_computation": 0, "async_memory": 0, "auto
                 "small_ops_parallel": 0, "multi_gpu_scratch": 2, "multi_gpu_gluon": 2,
                 "ceilings": 0}
 # The PyTorch twins' rules: on a GPU node each runs on a GPU, so each asks for one at least.
-TWIN_GPUS = {f"{section}_pytorch": max(gpus, 1) for section, gpus in SECTION_GPUS.items()
-             if section != "ceilings"}
+TWIN_GPUS = {f"{section}_pytorch": max(gpus, 1) for section, gpus in SECTION_GPUS.items()}
 TIMING_RULES = {**SECTION_GPUS, **TWIN_GPUS}
 # Rules that run a framework on the compute nodes; everything else is a localrule.
 CLUSTER_RULES = {*TIMING_RULES, "machine_info"}

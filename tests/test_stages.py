@@ -214,7 +214,9 @@ def test_a_real_section_with_a_twofold_difference_is_decided_and_says_so(tmp_pat
     record = run_section(tmp_path, "--processes", "3", "--threads", "1",
                          "--budget-seconds", "60")
     staging = record["stages"]
-    assert staging["stopped"] == stages.DECIDED and staging["looks"] == 1
+    # decided at the first quiet look; a stage the gate found busy (another job on this
+    # shared machine) is measured again first, so the look count is not fixed
+    assert staging["stopped"] == stages.DECIDED and staging["looks"] >= 1
     answer = staging["history"][-1]["look"][0]
     assert answer["effect"] == stats.FASTER and 0.3 < answer["ratio"] < 0.8
     assert staging["plan"] == [3, 3, 6]

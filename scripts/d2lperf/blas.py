@@ -1,4 +1,4 @@
-"""Which BLAS the experiments run on, and whether a replacement computes the same.
+"""Which BLAS the experiments run on, what kernel it picked, and whether it computes right.
 
 The ``mxnet`` wheel bundles its own OpenBLAS (0.3.13, built with OpenMP). A system
 OpenBLAS can be loaded in its place (``LD_PRELOAD``) to answer "is my hardware slow,
@@ -6,14 +6,27 @@ or is it this build of MXNet?". Such results are a variant of the machine's, kep
 in their own folder; before any timing, each BLAS-dependent section checks that the
 variant's ``dot`` equals the stock one's on a stored reference, and refuses to run
 otherwise.
+
+OpenBLAS picks its kernel at load time from the CPU's model number; a CPU newer than
+its tables gets the generic SSE3 one ("Prescott"), a quarter of what an AVX-512 CPU can
+do, and ``OPENBLAS_CORETYPE`` forces another. So every run checks, before any timing,
+that its framework's matrix product agrees with a float64 reference computed without
+any BLAS (``probe``): a kernel, a build or an inherited variable that computes wrong
+(``OPENBLAS_CORETYPE`` set but empty does, in the mxnet wheel's OpenBLAS 0.3.13) stops
+the section instead of being timed.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
+import signal
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # Debian's libopenblas0-pthread, then whatever the dynamic linker knows.
 SYSTEM_CANDIDATES = (
@@ -98,3 +111,302 @@ def max_relative_error(path: Path) -> float:
     got = nd.dot(nd.array(stored["x"]), nd.array(stored["x"])).asnumpy()
     reference = stored["dot"]
     return float(np.abs(got - reference).max() / np.abs(reference).max())
+
+
+# --- what is loaded ---------------------------------------------------------------------
+
+def _openblas_info(path: str) -> dict[str, Any]:
+    """OpenBLAS's own build string, kernel and threads; numpy's 64-bit build suffixes
+    its symbols with 64_."""
+    info: dict[str, Any] = {"path": path}
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return info
+    for prefix, suffix in (("", ""), ("", "64_"), ("scipy_", "64_"), ("scipy_", "")):
+        try:
+            for field, symbol in (("config", "openblas_get_config"),
+                                  ("core", "openblas_get_corename")):
+                function = getattr(lib, prefix + symbol + suffix)
+                function.restype = ctypes.c_char_p
+                info[field] = function().decode()
+            info["threads"] = getattr(lib, prefix + "openblas_get_num_threads" + suffix)()
+            info["kernel_bits"] = CORE_BITS.get(info["core"].lower())
+            return info
+        except AttributeError:
+            continue
+    return info
+
+
+def loaded_blas() -> list[dict[str, Any]]:
+    """Every BLAS library this process has mapped (MXNet's and numpy's each bring one)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as handle:
+            paths = {line.split()[-1] for line in handle
+                     if "blas" in line.lower() and line.split()[-1].startswith("/")}
+    except OSError:
+        return []
+    return [_openblas_info(p) if "openblas" in p.lower() else {"path": p} for p in sorted(paths)]
+
+
+def check_blas(reference: Path, record: dict[str, Any]) -> None:
+    """Refuse to time on a BLAS whose dot differs from the stock one's."""
+    from d2lperf.experiment import Refused
+
+    error = max_relative_error(reference)
+    record["blas_check"] = {"max_relative_error": error, "tolerance": REFERENCE_RTOL,
+                            "reference": str(reference)}
+    print(f"BLAS check against the stock dot: max relative error {error:.2e}", flush=True)
+    if not error <= REFERENCE_RTOL:
+        raise Refused(f"this BLAS's dot differs from the stock one by {error:.2e} "
+                      f"(relative; allowed {REFERENCE_RTOL:g}): no figures reported")
+
+
+# --- kernels ----------------------------------------------------------------------------
+
+# OpenBLAS's x86 kernel names (its DYNAMIC_ARCH core table, the names OPENBLAS_CORETYPE
+# takes, matched without case) and the float vector width each kernel computes with.
+CORE_BITS = {
+    "katmai": 128, "coppermine": 128, "northwood": 128, "prescott": 128, "banias": 128,
+    "atom": 128, "core2": 128, "penryn": 128, "dunnington": 128, "nehalem": 128,
+    "athlon": 128, "opteron": 128, "opteron_sse3": 128, "barcelona": 128, "nano": 128,
+    "bobcat": 128, "sandybridge": 256, "bulldozer": 256, "piledriver": 256,
+    "steamroller": 256, "excavator": 256, "haswell": 256, "zen": 256,
+    "skylakex": 512, "cooperlake": 512, "sapphirerapids": 512,
+}
+CORETYPES = ("Prescott", "Core2", "Nehalem", "Sandybridge", "Haswell", "Zen", "SkylakeX",
+             "Cooperlake", "SapphireRapids", "Barcelona", "Bulldozer", "Piledriver",
+             "Steamroller", "Excavator", "Atom", "Penryn", "Dunnington", "Opteron", "Nano",
+             "Bobcat", "Katmai", "Coppermine", "Northwood", "Banias", "Athlon", "Opteron_SSE3")
+
+
+def check_coretype(value: object, key: str = "blas_coretype") -> str:
+    """The OpenBLAS kernel name as OpenBLAS spells it, or BlasError naming the config key;
+    empty means stock (the kernel OpenBLAS picks itself)."""
+    if value in ("", None):
+        return ""
+    known = {name.lower(): name for name in CORETYPES}
+    if not isinstance(value, str) or value.lower() not in known:
+        raise BlasError(f"config key {key} = {value!r} is not an OpenBLAS kernel; allowed: "
+                        f"{', '.join(CORETYPES)} (or empty: the kernel OpenBLAS picks)")
+    return known[value.lower()]
+
+
+def narrow_kernels(libraries: list[dict[str, Any]], cpu_bits: int) -> list[dict[str, Any]]:
+    """The loaded OpenBLAS libraries whose kernel computes with narrower vectors than
+    the CPU offers (Prescott's 128 bits on a 512-bit AVX-512 CPU)."""
+    return [lib for lib in libraries
+            if lib.get("kernel_bits") is not None and lib["kernel_bits"] < cpu_bits]
+
+
+# --- the environment a BLAS reads -------------------------------------------------------
+
+BLAS_VARIABLE_PREFIXES = ("OPENBLAS_", "GOTO", "MKL_", "BLIS_", "OMP_", "KMP_", "ATEN_",
+                          "TORCH_")
+BLAS_VARIABLES = ("LD_PRELOAD", "LD_LIBRARY_PATH")
+
+
+def blas_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables a BLAS reads at load time that this process inherited, set or empty:
+    each changes the kernel, the threads or the library, so a run records them."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in sorted(environ)
+            if name.startswith(BLAS_VARIABLE_PREFIXES) or name in BLAS_VARIABLES}
+
+
+def empty_variables(environ: dict[str, str] | None = None) -> list[str]:
+    """BLAS variables set to nothing: OpenBLAS 0.3.13 reads an empty OPENBLAS_CORETYPE as
+    a kernel name it does not know and computes wrong; a job never passes one on."""
+    return [name for name, value in blas_environment(environ).items() if value == ""]
+
+
+# --- the correctness probe ----------------------------------------------------------------
+
+# The documents' matrix side (their dot is 2000 x 2000).
+PROBE_SIZE = 2000
+PROBE_ROWS = 4
+# The products each framework's process is checked on: its own GEMM, and numpy's where
+# numpy's BLAS is loaded beside it (MXNet's results pass through numpy, and the ceilings
+# time numpy's), each in float32 (what is timed, at the documents' size) and float64 (the
+# same kernel set, one that computes either wrong is not trusted with the other; a wrong
+# double kernel is off at any size, so a smaller one keeps the check short).
+PROBES = {"mxnet": (("mxnet", "float32"), ("mxnet", "float64"),
+                    ("numpy", "float32"), ("numpy", "float64")),
+          "pytorch": (("pytorch", "float32"), ("pytorch", "float64"))}
+UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float64": 2.0 ** -53}
+FLOAT64_PROBE_SIZE = 500
+
+
+def probe_tolerance(n: int, dtype: str = "float32") -> float:
+    """Worst-case rounding of a dot of n non-negative terms, relative to the largest:
+    n units of roundoff (1.2e-4 in float32 at n = 2000). Kernels that sum in another order
+    stay far inside it (about 5e-7 here in float32); a wrong kernel is off by percent."""
+    return n * UNIT_ROUNDOFF[dtype]
+
+
+def probe_matrices(n: int, seed: int = 0):
+    """Two n x n float32 matrices of uniform [0, 1) entries (all products positive, so an
+    error is relative to a sum without cancellation)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+
+
+class Reference:
+    """a @ b in float64 without any BLAS (elementwise products and numpy's own sums):
+    every entry of a few random rows and columns, and every row's and column's sum, so
+    that an error anywhere in the product shows."""
+
+    def __init__(self, a, b, rows: int = PROBE_ROWS, seed: int = 0) -> None:
+        import numpy as np
+
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        pick = np.random.default_rng(seed + 1)
+        self.shape = (a.shape[0], b.shape[1])
+        self.rows = pick.choice(a.shape[0], size=min(rows, a.shape[0]), replace=False)
+        self.columns = pick.choice(b.shape[1], size=min(rows, b.shape[1]), replace=False)
+        self.row_entries = np.stack([(a64[i][:, None] * b64).sum(axis=0) for i in self.rows])
+        self.column_entries = np.stack([(a64 * b64[:, j][None, :]).sum(axis=1)
+                                        for j in self.columns], axis=1)
+        self.row_sums = (a64 * b64.sum(axis=1)[None, :]).sum(axis=1)
+        self.column_sums = (a64.sum(axis=0)[:, None] * b64).sum(axis=0)
+
+    def error(self, got) -> float:
+        """Largest error of ``got`` over the checked values, each kind relative to its
+        largest reference value; infinite for a wrong shape or a non-finite entry."""
+        import numpy as np
+
+        got = np.asarray(got, dtype=np.float64)
+        if got.shape != self.shape or not np.isfinite(got).all():
+            return float("inf")
+        scale = max(np.abs(self.row_entries).max(), np.abs(self.column_entries).max())
+        return float(max(
+            np.abs(self.row_entries - got[self.rows]).max() / scale,
+            np.abs(self.column_entries - got[:, self.columns]).max() / scale,
+            np.abs(self.row_sums - got.sum(axis=1)).max() / np.abs(self.row_sums).max(),
+            np.abs(self.column_sums - got.sum(axis=0)).max() / np.abs(self.column_sums).max()))
+
+
+def multiply_for(library: str, dtype: str = "float32") -> Callable[[Any, Any], Any]:
+    """The matrix product a library's timings are built on, numpy arrays in and out,
+    computed in ``dtype``."""
+    if library == "mxnet":
+        from mxnet import nd
+
+        return lambda a, b: nd.dot(nd.array(a, dtype=dtype), nd.array(b, dtype=dtype)).asnumpy()
+    if library == "pytorch":
+        import torch
+
+        kind = getattr(torch, dtype)
+        return lambda a, b: torch.mm(torch.from_numpy(a).to(kind),
+                                     torch.from_numpy(b).to(kind)).numpy()
+    if library == "numpy":
+        return lambda a, b: a.astype(dtype) @ b.astype(dtype)
+    raise ValueError(f"no matrix product known for {library!r}")
+
+
+def library_blas(library: str, loaded: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The loaded BLAS a library computes with (MXNet's own or a preloaded one; numpy's
+    from numpy.libs or scipy_openblas)."""
+    loaded = loaded_blas() if loaded is None else loaded
+    if library == "mxnet":
+        from d2lperf.mxnet import blas_in_use
+
+        return blas_in_use(loaded) or {}
+    others = [x for x in loaded if Path(x["path"]).parent.name != "mxnet"]
+    return next((x for x in others if "numpy" in x["path"] or "scipy_openblas" in x["path"]),
+                others[0] if others else {})
+
+
+def kernel_of(library: str) -> str:
+    """The library and kernel a product runs on, in words: OpenBLAS's version and core
+    name, or torch's BLAS_INFO (mkl in the x86 wheels)."""
+    if library == "pytorch":
+        from d2lperf import torch as d2l_torch
+
+        return f"torch {d2l_torch.build_info().get('blas') or 'unknown BLAS'}"
+    lib = library_blas(library)
+    if lib.get("core"):
+        version = " ".join((lib.get("config") or "OpenBLAS").split(" ")[:2])
+        return f"{version} kernel {lib['core']}"
+    return Path(lib["path"]).name if lib.get("path") else "unknown BLAS"
+
+
+def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
+          products: dict[tuple[str, str], Callable[[Any, Any], Any]] | None = None) -> None:
+    """Refuse the section (experiment.Refused) when one of the framework's matrix
+    products (PROBES) of n x n is off a float64 reference computed without BLAS by more
+    than probe_tolerance; record each check, its kernel and the BLAS variables inherited.
+    Where OPENBLAS_CORETYPE forces a kernel, a child process runs the products first, so
+    that a kernel that crashes on this CPU is refused with the reason instead of killing
+    the section. ``products``: stand-ins (a test's wrong BLAS) for the real ones."""
+    from d2lperf.experiment import Refused
+
+    environment = blas_environment()
+    forced = environment.get("OPENBLAS_CORETYPE")
+    checks: list[dict[str, Any]] = []
+    record["blas_probe"] = {"size": n, "environment": environment, "empty": empty_variables(),
+                            "reference": f"float64 without BLAS: every entry of {PROBE_ROWS} "
+                                         f"rows and {PROBE_ROWS} columns, every row and "
+                                         "column sum", "checks": checks}
+    if forced is not None and products is None:
+        crashed = crash_in_child(framework, n)
+        if crashed:
+            record["blas_probe"]["crashed"] = crashed
+            raise Refused(f"OPENBLAS_CORETYPE={forced!r}: {framework}'s matrix products "
+                          f"{crashed} in a test process: no figures reported")
+    if products is None:
+        products = {}
+        for library, dtype in PROBES.get(framework, ()):
+            try:
+                products[library, dtype] = multiply_for(library, dtype)
+            except ImportError as missing:  # the section's own import says so, if it needs it
+                checks.append({"library": library, "dtype": dtype,
+                               "skipped": f"not installed here: {missing}"})
+    references: dict[int, tuple] = {}
+    for (library, dtype), multiply in products.items():
+        size = n if dtype == "float32" else min(n, FLOAT64_PROBE_SIZE)
+        if size not in references:
+            a, b = probe_matrices(size)
+            references[size] = (a, b, Reference(a, b))
+        a, b, reference = references[size]
+        error = reference.error(multiply(a, b))
+        check = {"library": library, "dtype": dtype, "size": size,
+                 "max_relative_error": error, "tolerance": probe_tolerance(size, dtype),
+                 "kernel": "stand-in" if library.startswith("stand-in") else kernel_of(library)}
+        checks.append(check)
+        print(f"{library} {dtype} matrix product {size}x{size} against float64: max relative "
+              f"error {error:.1e} (allowed {check['tolerance']:.1e}; {check['kernel']})",
+              file=sys.stderr, flush=True)  # stdout is the section's own figures
+        if not error <= check["tolerance"]:
+            empty = (f"; set but empty: {', '.join(record['blas_probe']['empty'])}"
+                     if record["blas_probe"]["empty"] else "")
+            forcing = f"; OPENBLAS_CORETYPE={forced!r}" if forced else ""
+            raise Refused(f"{library}'s {dtype} matrix product {size}x{size} ({check['kernel']}) "
+                          f"is off a float64 reference by {error:.2e} relative, allowed "
+                          f"{check['tolerance']:.1e}{empty}{forcing}: no figures reported")
+
+
+def crash_in_child(framework: str, n: int, timeout: float = 600) -> str | None:
+    """How the framework's products in a fresh process with this environment ended
+    badly ('crashed with SIGILL'), or None when they ran."""
+    scripts = str(Path(__file__).resolve().parents[1])
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from d2lperf import blas\n"
+            "a, b = blas.probe_matrices(min(int(sys.argv[3]), blas.FLOAT64_PROBE_SIZE))\n"
+            "products = []\n"
+            "for p in blas.PROBES.get(sys.argv[2], ()):\n"
+            "    try: products.append(blas.multiply_for(*p))\n"
+            "    except ImportError: pass\n"
+            "[multiply(a, b) for multiply in products]")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, scripts, framework, str(n)],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"did not finish in {timeout:.0f} s"
+    if done.returncode < 0:
+        return f"crashed with {signal.Signals(-done.returncode).name}"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        return f"failed (exit code {done.returncode}: {last})"
+    return None

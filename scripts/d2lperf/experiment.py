@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import ctypes
 import statistics
 import subprocess
 import sys
@@ -28,7 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import children, hostlock, provenance, stages, steadiness
+from d2lperf import blas, children, hostlock, provenance, stages, steadiness
+from d2lperf.blas import check_blas, loaded_blas  # noqa: F401  (their home was here)
 from d2lperf.results import COLUMNS, Recorder, read_json, write_csv, write_json
 
 STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after: 5)
@@ -123,6 +123,9 @@ def parser(description: str, *, repeated: bool = True,
                         help="OpenMP/BLAS threads, set before the framework loads (default: 1)")
     timing.add_argument("--blas-reference", type=Path,
                         help="stock-BLAS dot to match before timing (runs on another BLAS)")
+    timing.add_argument("--blas-probe-size", type=positive_int, default=blas.PROBE_SIZE,
+                        help="side of the matrix product checked against float64 before any "
+                             f"timing (default: {blas.PROBE_SIZE}, the documents')")
     timing.add_argument("--probe-seconds", type=positive_float, default=0.2,
                         help="length of the steadiness probe run before and after (default: 0.2)")
     if repeated:
@@ -146,52 +149,6 @@ def parser(description: str, *, repeated: bool = True,
         timing.add_argument("--process", type=non_negative_int, default=None,
                             help=argparse.SUPPRESS)  # set for its children by --processes
     return p
-
-
-def _openblas_info(path: str) -> dict[str, Any]:
-    """OpenBLAS's own build string, kernel and threads; numpy's 64-bit build suffixes
-    its symbols with 64_."""
-    info: dict[str, Any] = {"path": path}
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError:
-        return info
-    for suffix in ("", "64_"):
-        try:
-            for field, symbol in (("config", "openblas_get_config"),
-                                  ("core", "openblas_get_corename")):
-                function = getattr(lib, symbol + suffix)
-                function.restype = ctypes.c_char_p
-                info[field] = function().decode()
-            info["threads"] = getattr(lib, "openblas_get_num_threads" + suffix)()
-            return info
-        except AttributeError:
-            continue
-    return info
-
-
-def loaded_blas() -> list[dict[str, Any]]:
-    """Every BLAS library this process has mapped (MXNet's and numpy's each bring one)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as handle:
-            paths = {line.split()[-1] for line in handle
-                     if "blas" in line.lower() and line.split()[-1].startswith("/")}
-    except OSError:
-        return []
-    return [_openblas_info(p) if "openblas" in p.lower() else {"path": p} for p in sorted(paths)]
-
-
-def check_blas(reference: Path, record: dict[str, Any]) -> None:
-    """Refuse to time on a BLAS whose dot differs from the stock one's."""
-    from d2lperf import blas
-
-    error = blas.max_relative_error(reference)
-    record["blas_check"] = {"max_relative_error": error, "tolerance": blas.REFERENCE_RTOL,
-                            "reference": str(reference)}
-    print(f"BLAS check against the stock dot: max relative error {error:.2e}", flush=True)
-    if not error <= blas.REFERENCE_RTOL:
-        raise Refused(f"this BLAS's dot differs from the stock one by {error:.2e} "
-                      f"(relative; allowed {blas.REFERENCE_RTOL:g}): no figures reported")
 
 
 def main(
@@ -230,13 +187,15 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         "experiment": experiment,
         "framework": framework,
         "parameters": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-                       if k not in ("csv", "sidecar", "blas_reference", "process")},
+                       if k not in ("csv", "sidecar", "blas_reference", "process",
+                                    "blas_probe_size")},  # blas_probe holds it
         "started": provenance.now(),
         **provenance.run_context(),
     }
     recorder = Recorder(experiment, framework, getattr(args, "process", 0) or 0)
     clock = time.perf_counter()
     try:
+        blas.probe(framework, record, args.blas_probe_size)
         if args.blas_reference:
             check_blas(args.blas_reference, record)
         body(args, recorder)

@@ -65,6 +65,17 @@ def logical_cores() -> int:
     return os.cpu_count() or 1
 
 
+def physical_cores() -> int:
+    """Cores, not hardware threads: two threads of one core share its FMA pipes."""
+    try:
+        siblings = int(_cpuinfo_field("siblings") or 0)
+        cores = int(_cpuinfo_field("cpu cores") or 0)
+    except ValueError:
+        siblings = cores = 0
+    per_core = siblings // cores if cores and siblings >= cores else 1
+    return max(1, logical_cores() // per_core)
+
+
 def gpus() -> list[dict[str, str]]:
     """NVIDIA GPUs as nvidia-smi reports them; empty where there is none or no driver."""
     if shutil.which("nvidia-smi") is None:
@@ -136,6 +147,71 @@ def cpu_governor() -> str | None:
         return None
 
 
+# The widest float vector instructions a CPU flag promises, widest first: (flag, name, bits).
+VECTOR_SETS = (("avx512f", "AVX-512", 512), ("avx2", "AVX2", 256), ("avx", "AVX", 256),
+               ("sse2", "SSE2", 128), ("asimd", "NEON", 128))
+# Fused multiply-add pipes per core, at the widest vector: software cannot read it (Intel's
+# Xeon Gold/Platinum have two 512-bit ones, Silver and Bronze one; AMD's Zen 4 runs a 512-bit
+# FMA as two halves on its two 256-bit pipes, one per cycle), so a peak is a range over it.
+FMA_UNITS = (1, 2)
+FLOAT32_BITS = 32
+
+
+def cpu_flags() -> set[str]:
+    return set((_cpuinfo_field("flags") or _cpuinfo_field("Features") or "").split())
+
+
+def vector_width(flags: set[str] | None = None) -> dict[str, Any]:
+    """The widest float vector the CPU offers (its flags), and whether it has FMA:
+    a BLAS kernel narrower than this leaves the difference unused."""
+    flags = cpu_flags() if flags is None else flags
+    name, bits = next(((n, b) for flag, n, b in VECTOR_SETS if flag in flags), ("scalar", 64))
+    return {"instructions": name, "bits": bits,
+            "fma": "fma" in flags or "avx512f" in flags or "asimd" in flags}
+
+
+def clock_ghz() -> tuple[float | None, str]:
+    """The core clock and where it was read: the kernel's highest frequency where the
+    VM or OS exposes cpufreq, else the frequency in the model name, else /proc/cpuinfo's
+    current 'cpu MHz' (in a VM often the base clock; a turbo clock can be higher)."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", encoding="utf-8") as f:
+            return int(f.read().strip()) / 1e6, "cpufreq cpuinfo_max_freq"
+    except (OSError, ValueError):
+        pass
+    named = re.search(r"@\s*([\d.]+)\s*GHz", cpu_model())
+    if named:
+        return float(named.group(1)), "the model name (base clock; turbo can be higher)"
+    mhz = _cpuinfo_field("cpu MHz")
+    if mhz:
+        try:
+            return float(mhz) / 1e3, "/proc/cpuinfo cpu MHz (current or base; turbo can be higher)"
+        except ValueError:
+            pass
+    return None, "not found"
+
+
+def theoretical_peak(cores: int | None = None, clock: tuple[float | None, str] | None = None,
+                     vector: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """float32 GFLOP/s at best: cores x clock x FLOP per cycle, a range since the FMA
+    pipes per core cannot be read (FMA_UNITS). None where the clock is unknown."""
+    cores = physical_cores() if cores is None else cores
+    ghz, source = clock_ghz() if clock is None else clock
+    vector = vector_width() if vector is None else vector
+    if not ghz:
+        return None
+    lanes = vector["bits"] // FLOAT32_BITS
+    per_fma = 2 if vector["fma"] else 1  # a multiply and an add per lane
+    per_cycle = [lanes * per_fma * units for units in FMA_UNITS]
+    return {"gflops_low": cores * ghz * per_cycle[0], "gflops_high": cores * ghz * per_cycle[1],
+            "cores": cores, "clock_ghz": round(ghz, 3), "clock_source": source,
+            "flop_per_cycle": per_cycle,
+            "how": (f"{cores} cores x {ghz:.2f} GHz ({source}) x {per_cycle[0]}-{per_cycle[1]} "
+                    f"float32 FLOP per cycle ({vector['instructions']}: {lanes} lanes x "
+                    f"{per_fma} per {'FMA' if vector['fma'] else 'op'} x "
+                    f"{FMA_UNITS[0]}-{FMA_UNITS[1]} pipes, a count software cannot read)")}
+
+
 def hardware_facts() -> dict[str, Any]:
     """The hardware and OS half of machine.json; the software half comes from the MXNet side."""
     return {
@@ -144,7 +220,9 @@ def hardware_facts() -> dict[str, Any]:
             "logical_cores": logical_cores(),
             "architecture": platform.machine(),
             "governor": cpu_governor(),
-            "flags_avx512": "avx512f" in (_cpuinfo_field("flags") or "").split(),
+            "flags_avx512": "avx512f" in cpu_flags(),
+            "vector": vector_width(),
+            "peak_float32": theoretical_peak(),
         },
         "memory_bytes": memory_bytes(),
         "os": {"system": platform.system(), "release": platform.release(),

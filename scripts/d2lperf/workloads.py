@@ -17,6 +17,21 @@ def dot_gflop(n: int, count: int = 1) -> float:
     return 2.0 * n**3 * count / 1e9
 
 
+def dot_flops(n: int) -> float:
+    return dot_gflop(n) * 1e9
+
+
+def record_rate(rec: Any, case: str, amount: float, unit: str, seconds: list[float],
+                devices: str) -> None:
+    """A ceiling's raw times, and the rate each one gives (both frameworks' ceilings)."""
+    from d2lperf.stats import Stats
+
+    rates = [amount / s / 1e9 for s in seconds]
+    rec.samples(case, "time", "s", seconds, devices=devices)
+    rec.samples(case, "rate", unit, rates, devices=devices)
+    print(f"{case}: median {Stats(rates).median:.1f} {unit} on {devices}", flush=True)
+
+
 def work(experiment: str, case: str, parameters: dict[str, Any]) -> tuple[float, str] | None:
     """(amount, "GFLOP" or "GB") that one sample of this case performs, where known."""
     if experiment == "async_computation":
@@ -35,16 +50,22 @@ def work(experiment: str, case: str, parameters: dict[str, Any]) -> tuple[float,
     return None
 
 
+# A figure at this share of the machine's best ceiling or above is at the limit: the
+# hardware, not the framework, bounds it (the overview marks it).
+AT_LIMIT = 0.8
+
+
 def ceiling_case(unit: str, devices: str, case: str) -> str:
-    """Which ceiling a rate compares with: a pattern over the ceilings' case names. A GPU
-    is named gpu(0) by MXNet, cuda:0 by PyTorch."""
+    """Which ceilings a rate compares with: a pattern over the ceilings' case names, every
+    library's (MXNet's dot, numpy's, PyTorch's mm) on the same device. A GPU is named
+    gpu(0) by MXNet, cuda:0 by PyTorch."""
     found = re.match(r"gpu\((\d+)\)|cuda:(\d+)", devices or "")
     gpu = next((index for index in found.groups() if index is not None), None) if found else None
     if unit == "GFLOP":
-        return rf"gpu{gpu}_dot_\d+" if gpu else r"mxnet_dot_\d+"
+        return rf"gpu{gpu}_(dot|torch_mm)_\d+" if gpu else r"(mxnet_dot|numpy_dot|torch_mm)_\d+"
     if gpu and case in ("copy_to_cpu", "copy_to_cpu_pinned"):
-        return rf"gpu{gpu}_device_to_host"
-    return r"mxnet_copy"
+        return rf"gpu{gpu}_(device_to_host|torch_device_to_host_(pinned|pageable))"
+    return r"(mxnet|numpy|torch)_copy"
 
 
 def best_ceiling(ceilings: dict[str, float], pattern: str) -> tuple[str, float] | None:

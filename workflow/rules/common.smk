@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
 from d2lperf.presets import cli_args, for_framework
 from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check_threads
-from d2lperf.blas import BlasError, find_system_blas
+from d2lperf.blas import BlasError, check_coretype, empty_variables, find_system_blas
 from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
 from d2lperf.provenance import PINNED_THREAD_VARIABLES
 from d2lperf.results import section_folder
@@ -50,6 +50,15 @@ if config.get("blas", "bundled") == "system":
 else:
     SYSTEM_BLAS = ""
     RESULTS = f"results/{MACHINE}"
+# A forced OpenBLAS kernel (OPENBLAS_CORETYPE) under MXNet's dot, its own or the system
+# one: another variant, in a folder of its own beside the stock kernel's.
+try:
+    CORETYPE = check_coretype(config.get("blas_coretype", ""))
+except BlasError as error:
+    raise WorkflowError(f"Invalid configuration:\n{error}") from None
+if CORETYPE:
+    RESULTS += f"--{CORETYPE.lower()}-kernel"
+VARIANT = bool(SYSTEM_BLAS or CORETYPE)
 RESULTS_ID = os.path.basename(RESULTS)
 # Imported results are another machine's: never re-run, never mixed with this one's
 # (nor written into by a BLAS variant's reference run, which goes to results/<machine>).
@@ -84,7 +93,7 @@ def other_machines():
 OTHER_MACHINES = other_machines()
 # Speed-ups are against the configured machine; a BLAS variant's against its stock run.
 BASELINE = config.get("baseline_machine") or (
-    MACHINE if SYSTEM_BLAS and MACHINE in OTHER_MACHINES else RESULTS_ID
+    MACHINE if VARIANT and MACHINE in OTHER_MACHINES else RESULTS_ID
 )
 if BASELINE not in [RESULTS_ID, *OTHER_MACHINES]:
     raise WorkflowError(
@@ -118,7 +127,7 @@ WORKFLOW_ENV = "../../envs/workflow.yaml"
 FRAMEWORKS = [
     f
     for f in config.get("frameworks", list(KNOWN_FRAMEWORKS))
-    if f == "mxnet" or not SYSTEM_BLAS
+    if f == "mxnet" or not VARIANT
 ]
 TORCH_PY = (
     "python" if USING_CONDA else config.get("torch_python", ".venv-torch/bin/python")
@@ -157,13 +166,8 @@ SECTIONS = {
 # convolution layers do not, so a BLAS variant checks its numerics in these only.
 EXPERIMENTS = list(SECTIONS)
 # One job per section per framework, in the documents' order: every section has a
-# PyTorch twin; ceilings (the rates beside MXNet's timings) is MXNet's alone.
-JOBS = [
-    (section, framework)
-    for section in EXPERIMENTS
-    for framework in FRAMEWORKS
-    if framework == "mxnet" or section != "ceilings"
-]
+# PyTorch twin, the ceilings too (the machine's ceiling is the best of every library's).
+JOBS = [(section, framework) for section in EXPERIMENTS for framework in FRAMEWORKS]
 
 
 def rule_name(section, framework):
@@ -241,7 +245,7 @@ def section_args(section, framework="mxnet"):
         options["data_download"] = config.get("data_download", False)
     if section == "hybridize":
         options["export_dir"] = f"{job_folder(section, framework)}/model"
-    if SYSTEM_BLAS and SECTIONS[section]["blas"]:
+    if VARIANT and SECTIONS[section]["blas"]:
         options["blas_reference"] = BLAS_REFERENCE
     # one word each, for `{params.args:q}`
     return cli_args(options)
@@ -252,7 +256,7 @@ BLAS_REFERENCE = f"results/{MACHINE}/blas_reference.npz"
 
 def blas_inputs(section):
     """A BLAS variant's BLAS-dependent sections first need the stock reference."""
-    if SYSTEM_BLAS and SECTIONS.get(section, {}).get("blas"):
+    if VARIANT and SECTIONS.get(section, {}).get("blas"):
         return {"blas_reference": BLAS_REFERENCE}
     return {}
 
@@ -264,10 +268,24 @@ def job_environment(section=None, framework="mxnet"):
     the configured BLAS in place of the bundled one, and unbuffered output, so that a killed
     job's log holds all it printed."""
     n = section_threads(section)
+    # A BLAS variable inherited empty is dropped: OpenBLAS reads an empty kernel name as
+    # one it does not know, and some of its kernels then compute wrong.
+    unset = [word for name in EMPTY_BLAS_VARIABLES for word in ("-u", name)]
     variables = [f"{name}={n}" for name in PINNED_THREAD_VARIABLES]
     variables.append("PYTHONUNBUFFERED=1")
     preload = SYSTEM_BLAS and framework == "mxnet"
-    return variables + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if preload else [])
+    forced = CORETYPE and framework == "mxnet"
+    return (
+        unset
+        + variables
+        + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if preload else [])
+        + ([f"OPENBLAS_CORETYPE={CORETYPE}"] if forced else [])
+    )
+
+
+EMPTY_BLAS_VARIABLES = [
+    name for name in empty_variables() if name not in PINNED_THREAD_VARIABLES
+]
 
 
 def comparison_inputs(wildcards):

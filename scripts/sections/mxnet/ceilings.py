@@ -1,4 +1,4 @@
-"""Machine ceilings: what this hardware can do at best, measured in the same run.
+"""Machine ceilings in MXNet: what this hardware can do at best, measured in the same run.
 
 A reader must be able to tell a slow machine from a bad measurement, so beside the
 chapter's timings the report shows the peak rates they are built on:
@@ -7,7 +7,10 @@ chapter's timings the report shows the peak rates they are built on:
 - memory bandwidth (GB/s) of a large copy, counting the bytes read and written;
 - on each GPU, the same ``dot`` rate and the host-to-device and device-to-host copy
   bandwidth.
-Every figure is a rate computed from a synchronised, warmed-up, repeated timing.
+Every figure is a rate computed from a synchronised, warmed-up, repeated timing, and
+names the library and kernel that reached it. The machine's ceiling is the best of these
+and of the PyTorch twin's (sections/pytorch/ceilings.py): the report never sets a timing
+against one framework's rate when another library here is faster.
 """
 
 from __future__ import annotations
@@ -18,23 +21,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import experiment, mxnet_gpu, timing, workloads
+from d2lperf import blas, experiment, mxnet_gpu, timing
 from d2lperf.results import Recorder
-from d2lperf.stats import Stats
-from d2lperf.workloads import FLOAT32_BYTES
+from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
 
 
-def dot_flops(n: int) -> float:
-    return workloads.dot_gflop(n) * 1e9
-
-
-def record_rate(rec: Recorder, case: str, amount: float, unit: str, seconds: list[float],
-                devices: str) -> None:
-    """The raw times, and the rate each one gives."""
-    rates = [amount / s / 1e9 for s in seconds]
-    rec.samples(case, "time", "s", seconds, devices=devices)
-    rec.samples(case, "rate", unit, rates, devices=devices)
-    print(f"{case}: median {Stats(rates).median:.1f} {unit} on {devices}", flush=True)
+def name_kernel(rec: Recorder, case: str, kernel: str) -> None:
+    """Which library and kernel reached a ceiling: the report names it beside the rate."""
+    rec.notes.setdefault("kernels", {})[case] = kernel
 
 
 def mxnet_dot(rec: Recorder, args: argparse.Namespace, ctx, case_prefix: str) -> None:
@@ -46,6 +40,8 @@ def mxnet_dot(rec: Recorder, args: argparse.Namespace, ctx, case_prefix: str) ->
         samples = timing.measure(lambda a=a, b=b: nd.dot(a, b), nd.waitall,
                                  warmup=args.warmup, repeats=args.repeats)
         record_rate(rec, f"{case_prefix}_dot_{n}", dot_flops(n), "GFLOP/s", samples, str(ctx))
+        name_kernel(rec, f"{case_prefix}_dot_{n}", "MXNet dot (" + (
+            blas.kernel_of("mxnet") if ctx.device_type == "cpu" else "cuBLAS") + ")")
 
 
 def numpy_dot(rec: Recorder, args: argparse.Namespace) -> None:
@@ -59,6 +55,8 @@ def numpy_dot(rec: Recorder, args: argparse.Namespace) -> None:
         samples = timing.measure(lambda a=a, b=b: a @ b, lambda: None,
                                  warmup=args.warmup, repeats=args.repeats)
         record_rate(rec, f"numpy_dot_{n}", dot_flops(n), "GFLOP/s", samples, "cpu")
+        name_kernel(rec, f"numpy_dot_{n}", f"numpy {np.__version__} matmul "
+                                           f"({blas.kernel_of('numpy')})")
 
 
 def host_copy(rec: Recorder, args: argparse.Namespace) -> None:
@@ -72,10 +70,12 @@ def host_copy(rec: Recorder, args: argparse.Namespace) -> None:
     samples = timing.measure(lambda: np.copyto(dst, src), lambda: None,
                              warmup=args.warmup, repeats=args.repeats)
     record_rate(rec, "numpy_copy", moved, "GB/s", samples, "cpu")
+    name_kernel(rec, "numpy_copy", "numpy copyto")
     mx_src, mx_dst = nd.ones(elements), nd.zeros(elements)
     samples = timing.measure(lambda: mx_src.copyto(mx_dst), nd.waitall,
                              warmup=args.warmup, repeats=args.repeats)
     record_rate(rec, "mxnet_copy", moved, "GB/s", samples, "cpu(0)")
+    name_kernel(rec, "mxnet_copy", "MXNet copyto")
 
 
 def gpu_ceilings(rec: Recorder, args: argparse.Namespace) -> None:

@@ -1,0 +1,158 @@
+"""The machine's ceilings: every library's, named by kernel, and never beaten by a share."""
+
+import json
+
+import pandas as pd
+import pytest
+from summarise import add_rates
+
+from conftest import REPO
+
+RUNS = {"mxnet": {"async_computation": {"parameters": {"size": 2000}},
+                  "ceilings": {"notes": {"kernels": {
+                      "mxnet_dot_2000": "MXNet dot (OpenBLAS 0.3.13 kernel Prescott)"}}}},
+        "pytorch": {"async_computation": {"parameters": {"size": 2000}},
+                    "ceilings": {"notes": {"kernels": {"torch_mm_4000": "torch mm (mkl)"}}}}}
+DOT_GFLOP = 16.0  # 2 x 2000^3
+
+
+def row(framework, experiment, case, metric, median, devices="cpu"):
+    return {"framework": framework, "experiment": experiment, "case": case, "metric": metric,
+            "median": median, "devices": devices}
+
+
+def test_the_ceiling_is_every_librarys_best_and_named_by_its_kernel():
+    table = pd.DataFrame([
+        row("mxnet", "ceilings", "mxnet_dot_2000", "rate", 28.6),
+        row("pytorch", "ceilings", "torch_mm_4000", "rate", 208.0),
+        row("pytorch", "async_computation", "dot_wait_to_read", "time", DOT_GFLOP / 100.0),
+        row("mxnet", "async_computation", "dot_wait_to_read", "time", DOT_GFLOP / 25.0),
+    ])
+    rated = add_rates(table, RUNS).set_index(["framework", "case"])
+    torch_dot = rated.loc[("pytorch", "dot_wait_to_read")]
+    assert torch_dot["achieved"] == pytest.approx(100.0)
+    assert torch_dot["ceiling_case"] == "torch_mm_4000"
+    assert torch_dot["ceiling_kernel"] == "torch mm (mkl)"
+    assert torch_dot["fraction_of_ceiling"] == pytest.approx(100.0 / 208.0)
+    assert rated.loc[("mxnet", "dot_wait_to_read")]["fraction_of_ceiling"] == pytest.approx(
+        25.0 / 208.0)
+
+
+def test_no_share_of_a_ceiling_exceeds_one_even_when_a_timing_beats_every_ceiling():
+    """Before, the ceilings were MXNet's alone and PyTorch's dot read 284-358% of them."""
+    table = pd.DataFrame([
+        row("mxnet", "ceilings", "mxnet_dot_2000", "rate", 28.6),
+        row("pytorch", "async_computation", "dot_wait_to_read", "time", DOT_GFLOP / 81.0),
+        row("pytorch", "async_computation", "dot_asscalar", "time", DOT_GFLOP / 102.0),
+    ])
+    rated = add_rates(table, RUNS)
+    shares = rated["fraction_of_ceiling"].dropna()
+    assert len(shares) == 2 and (shares <= 1).all()
+    fastest = rated.set_index("case").loc["dot_asscalar"]
+    assert fastest["fraction_of_ceiling"] == pytest.approx(1.0)
+    assert fastest["ceiling_case"] == "pytorch async_computation dot_asscalar"
+    assert "beat every ceiling" in fastest["ceiling_kernel"]
+
+
+def test_the_gpu_ceiling_paths_run_on_a_cpu_stand_in(tmp_path, torch_python):
+    """The PyTorch ceilings' GPU code (mm in fp32, TF32, bf16; device and host copies) takes
+    any device: here the CPU stands in for a GPU."""
+    program = f"""
+import argparse, json, sys
+sys.path[:0] = [{str(REPO / 'scripts')!r}, {str(REPO / 'scripts/sections/pytorch')!r}]
+import torch
+import ceilings
+from d2lperf.results import Recorder
+rec = Recorder("ceilings", "pytorch", 0)
+args = argparse.Namespace(dot_sizes=[64], copy_mb=1, warmup=1, repeats=2)
+cpu = torch.device("cpu")
+ceilings.mm_rates(rec, args, cpu, "gpu0_torch", ceilings.PRECISIONS)
+ceilings.copy_rates(rec, args, cpu, "gpu0_torch", host_memory=("pageable",))
+print(json.dumps({{"cases": sorted({{r["case"] for r in rec.rows if r["metric"] == "rate"}}),
+                  "kernels": rec.notes["kernels"]}}))
+"""
+    import subprocess
+
+    done = subprocess.run([str(torch_python), "-c", program], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["cases"] == ["gpu0_torch_copy", "gpu0_torch_device_to_host_pageable",
+                            "gpu0_torch_host_to_device_pageable", "gpu0_torch_mm_64",
+                            "gpu0_torch_mm_bf16_64", "gpu0_torch_mm_tf32_64"]
+    assert "bf16" in got["kernels"]["gpu0_torch_mm_bf16_64"]
+
+
+def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tmp_path):
+    import render_report
+    from test_render import SUMMARY_COLUMNS, figure, run_record, tables, write_csv
+
+    args = tables(tmp_path)
+    machine = json.loads(args.machine.read_text())
+    machine["cpu"].update(
+        vector={"instructions": "AVX-512", "bits": 512, "fma": True},
+        peak_float32={"gflops_low": 166.0, "gflops_high": 332.0, "how": "2 cores x 2.60 GHz"})
+    machine["software"]["mxnet"]["blas_libraries"] = [
+        {"path": "/x/mxnet/libopenblas.so.0", "core": "Prescott",
+         "config": "OpenBLAS 0.3.13 DYNAMIC_ARCH USE_OPENMP"}]
+    args.machine.write_text(json.dumps(machine))
+    summary = list(render_report.records(args.summary))
+    rate = {"metric": "rate", "unit": "GFLOP/s"}
+    summary += [figure("mxnet", "ceilings", "mxnet_dot_2000", None, "", 28.6, **rate),
+                figure("pytorch", "ceilings", "torch_mm_4000", None, "", 208.0, **rate),
+                figure("pytorch", "async_computation", "dot_wait_to_read", None, "", 0.08,
+                       achieved=200.0, achieved_unit="GFLOP/s", ceiling_case="torch_mm_4000",
+                       ceiling_kernel="torch mm (mkl)", fraction_of_ceiling=200 / 208)]
+    write_csv(args.summary, SUMMARY_COLUMNS + ["ceiling_kernel"], summary)
+    run = json.loads(args.runs[0].read_text())
+    ceilings = tmp_path / "ceilings_pytorch"
+    ceilings.mkdir()
+    (ceilings / "run.json").write_text(json.dumps({
+        **run, "experiment": "ceilings", "framework": "pytorch",
+        "notes": {"kernels": {"torch_mm_4000": "torch mm (mkl)"}}}))
+    args.runs += [ceilings / "run.json", run_record(tmp_path / "async_pytorch",
+                                                    "async_computation", "pytorch", "ok")]
+    page = render_report.render(args)
+    first_screen = page.split('id="claims"')[0]
+    assert ("OpenBLAS 0.3.13 runs its Prescott kernel (128-bit) on this 512-bit AVX-512 CPU: "
+            "MXNet&#39;s dot reaches 29 GFLOP/s, 14% of the machine&#39;s best (torch mm (mkl), "
+            "208 GFLOP/s); fix: --config blas_coretype=&lt;kernel&gt;") in first_screen
+    assert ("96% of the machine&#39;s best, torch_mm_4000 (torch mm (mkl)), at the limit"
+            in page)
+    assert "torch_mm_4000 208.0 GFLOP/s (torch mm (mkl), 63–125% of the CPU&#39;s peak)" in page
+
+
+def test_the_kernels_bench_prints_stock_and_forced_kernels_beside_the_ceilings():
+    import subprocess
+
+    from conftest import WORKFLOW_PYTHON
+
+    done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/blas_kernels.py"),
+                           "--size", "200", "--repeats", "1", "--threads", "1",
+                           "--kernels", "Haswell"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    for name in ("MXNet dot, stock kernel", "MXNet dot, OPENBLAS_CORETYPE=Haswell",
+                 "numpy matmul (experiment env)", "numpy matmul (workflow env)", "PyTorch mm"):
+        row = next(line for line in lines if line.startswith(name))
+        assert "%" in row and "e-0" in row  # a rate with its shares, and the error checked
+    from d2lperf import machine
+
+    if machine.clock_ghz()[0]:
+        assert any(line.startswith("CPU peak ") for line in lines)
+
+
+def test_a_forced_kernel_variant_that_ran_is_set_against_this_runs_dot(tmp_path):
+    import render_report
+
+    table = tmp_path / "comparison.csv"
+    pd.DataFrame([
+        {"machine": m, "framework": "mxnet", "experiment": "ceilings", "case": c,
+         "metric": "rate", "median": v}
+        for m, c, v in (("box", "mxnet_dot_2000", 25.0), ("box", "mxnet_dot_4000", 26.0),
+                        ("box--haswell-kernel", "mxnet_dot_4000", 70.2),
+                        ("box--system-blas", "mxnet_dot_4000", 26.5),
+                        ("other-box", "mxnet_dot_4000", 300.0))]).to_csv(table, index=False)
+    assert render_report.forced_kernel_ratios(table, "box") == [
+        "box--haswell-kernel: 70 GFLOP/s, 2.70× this run's mxnet_dot_4000"]
+    assert render_report.forced_kernel_ratios(None, "box") == []
