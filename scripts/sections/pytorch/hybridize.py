@@ -38,12 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 import argparse
 import os
 import subprocess
-import tempfile
 import time
 from typing import Any
 
+from d2lperf import children, experiment, provenance, symbolic, timing
 from d2lperf import devices as device_options
-from d2lperf import experiment, provenance, symbolic, timing
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder, read_json, report, write_json
 
@@ -93,7 +92,7 @@ def compile_in_fresh_process(args: argparse.Namespace, cache: Path, result: Path
                "--cache-dir", str(cache), "--result", str(result),
                "--threads", str(args.threads)]
     sys.stdout.flush()
-    done = subprocess.run(command)
+    done = subprocess.run(command, preexec_fn=children.die_with_parent)
     if done.returncode != 0:
         return {"status": f"failed: the compiling process exited with {done.returncode}"}
     return read_json(result)
@@ -249,8 +248,8 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
     # first, so that a skipped run has done no work
     args.device_name = d2l.names(d2l.devices(args.on, 1))
     rec.output("symbolic_program_result", symbolic.run_program())
-    with tempfile.TemporaryDirectory(prefix="hybridize-torch.") as tmp:
-        mlp(args, rec, Path(tmp))
+    with children.temporary_folder("hybridize-torch-") as tmp:
+        mlp(args, rec, tmp)
     hybrid_block(rec)
 
 
