@@ -19,12 +19,16 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE  # noqa: E402
 from d2lperf.tables import TableError, check_summary_rows, summary_schema  # noqa: E402
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "workflow/schemas"
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "d2l-perf"})
 CASE = ["framework", "experiment", "case", "metric", "epoch"]
 COMPARED_METRICS = ("time", "memory", "rate")
+# A verdict cell's states: "not applicable here" (the claim is not about that machine) is
+# one of its own, beside "not applicable" (the section did not run), never a failure.
+STATES = (HOLDS, FAILS, UNSURE, NOT_HERE, NA)
 
 
 def usable(path: Path, validator) -> str | None:
@@ -51,7 +55,11 @@ def readable_verdicts(path: Path) -> str | None:
     except (OSError, ValueError, pd.errors.ParserError) as error:
         return f"{path}: not a readable CSV ({error})"
     missing = [c for c in ("name", "claim", "verdict") if c not in frame]
-    return f"{path}: missing column {missing[0]}" if missing else None
+    if missing:
+        return f"{path}: missing column {missing[0]}"
+    unknown = sorted(set(frame["verdict"].dropna()) - set(STATES))
+    return f"{path}: verdict {unknown[0]!r} is not one of {', '.join(STATES)}" if unknown \
+        else None
 
 
 def load(summaries: list[Path]) -> pd.DataFrame:
@@ -114,6 +122,21 @@ def plot(table: pd.DataFrame, baseline: str, out: Path) -> None:
     plt.close(fig)
 
 
+def verdicts_by_machine(paths: list[Path]) -> pd.DataFrame:
+    """A row per framework and claim, a column per machine with its verdict. Rows are keyed
+    by the claim's stable name, not its words: a claim reworded since an older archive was
+    made stays one row, in the wording of the first machine that has it (this machine's,
+    listed first, so the current code's)."""
+    verdicts = pd.concat([pd.read_csv(v).assign(machine=v.parent.name) for v in paths])
+    verdicts["framework"] = verdicts.get("framework", pd.Series(dtype=str)).fillna("mxnet")
+    verdicts = verdicts.drop_duplicates(subset=["framework", "name", "machine"])
+    key = ["framework", "name"]
+    wording = verdicts.drop_duplicates(subset=key)[[*key, "claim"]]
+    table = verdicts.pivot(index=key, columns="machine", values="verdict").reset_index()
+    table = wording.merge(table, on=key)
+    return table.reindex(columns=[*key, "claim", *dict.fromkeys(p.parent.name for p in paths)])
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summaries", type=Path, nargs="+", required=True,
@@ -139,11 +162,7 @@ def main() -> int:
             print(f"machine {summary.parent.name} {what}: {why}", file=sys.stderr)
     table = speedups(load([s for s, _ in kept]), args.baseline)
     table.to_csv(args.table, index=False)
-    verdicts = pd.concat([pd.read_csv(v).assign(machine=v.parent.name) for _, v in kept])
-    verdicts["framework"] = verdicts.get("framework", pd.Series(dtype=str)).fillna("mxnet")
-    verdicts = verdicts.drop_duplicates(subset=["framework", "name", "claim", "machine"])
-    verdicts.pivot(index=["framework", "name", "claim"], columns="machine",
-                   values="verdict").reset_index().to_csv(args.verdicts_table, index=False)
+    verdicts_by_machine([v for _, v in kept]).to_csv(args.verdicts_table, index=False)
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     plot(table, args.baseline, args.plot)
     print(f"compared {len(machines)} machines against {args.baseline}")

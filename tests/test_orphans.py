@@ -126,3 +126,61 @@ def test_a_hung_interpreter_check_leaves_nothing_running(tmp_path):
 def test_the_make_envs_advice_is_a_sentence():
     said = frameworks.problem("pytorch", "/nonexistent/python")
     assert "or run `make envs` (it builds .venv-torch)" in said
+
+
+MEMORY_PARENT = textwrap.dedent('''\
+    import argparse, sys
+    sys.path.insert(0, {scripts!r})
+    from d2lperf import memory
+
+    args = argparse.Namespace(warmup=0, repeats=1, threads=1, batches=1, batch_size=1,
+                              report_every=1)
+    memory.run_modes(args, {child!r})
+''')
+MEMORY_CHILD = textwrap.dedent('''\
+    import os, time
+    with open({pids!r}, "a") as handle:
+        handle.write(f"{{os.getpid()}}\\n")
+    time.sleep(600)  # a long run of one mode
+''')
+
+
+def memory_section_with_a_child(tmp_path: Path):
+    """The memory section's runs (d2lperf.memory.run_modes), its first fresh process
+    running: (section, child pid, temporary folder's parent)."""
+    pids = tmp_path / "pids.txt"
+    child = tmp_path / "child.py"
+    child.write_text(MEMORY_CHILD.format(pids=str(pids)))
+    parent = tmp_path / "parent.py"
+    parent.write_text(MEMORY_PARENT.format(scripts=str(REPO / "scripts"), child=str(child)))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    section = subprocess.Popen([sys.executable, str(parent)],
+                               env={**os.environ, "TMPDIR": str(temp)})
+    assert wait_for(lambda: pids.exists() and pids.read_text().strip())
+    return section, int(pids.read_text().split()[0]), temp
+
+
+def test_the_memory_sections_run_dies_with_its_killed_section(tmp_path):
+    section, child, _ = memory_section_with_a_child(tmp_path)
+    section.kill()
+    section.wait(timeout=60)
+    try:
+        assert wait_for(lambda: not alive(child), 30), "the mode's run went on, orphaned"
+    finally:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_the_memory_sections_folder_goes_when_it_is_stopped(tmp_path):
+    section, child, temp = memory_section_with_a_child(tmp_path)
+    try:
+        assert [p.name.startswith("async_memory-") for p in temp.iterdir()] == [True]
+        section.send_signal(signal.SIGTERM)
+        section.wait(timeout=60)
+        assert list(temp.iterdir()) == []
+    finally:
+        section.kill()
+        section.wait(timeout=60)
+        if wait_for(lambda: not alive(child), 30) is False:
+            os.kill(child, signal.SIGKILL)

@@ -72,3 +72,31 @@ def test_an_output_that_differs_by_design_is_shown_so_and_not_a_failed_reproduct
     verdict = summarise.outputs_verdict(outputs.reset_index(), "pytorch")
     assert verdict.verdict == "holds", verdict.evidence
     assert "different by the framework's design: b1_grad" in verdict.evidence
+
+
+def test_a_twins_output_is_by_design_from_its_field_never_from_its_words():
+    """An output with the field is by design whatever its words."""
+    reference = load_reference(REPO / "report/reference.csv")
+    runs = {"pytorch": {"hybridize": {"status": "ok", "parameters": {}, "outputs": {
+        "hybridnet_F_imperative": {"text": "forward saw a Tensor",
+                                   "by_design": "forward takes no F"}}}}}
+    outputs = summarise.outputs_table(runs, reference).set_index("case")
+    assert outputs.loc["hybridnet_F_imperative", "match"] == "by design"
+    assert "forward takes no F" in outputs.loc["hybridnet_F_imperative", "rule"]
+
+
+def test_an_older_records_not_applicable_text_is_read_as_by_design():
+    """Records written before the field said so in the text alone; they still show the
+    output as differing by design (a migration read in one place), and it is not compared."""
+    old = {"text": "not applicable in PyTorch (forward takes no F): forward saw a Tensor"}
+    assert summarise.by_design_in_older_record(old) == old["text"]
+    assert summarise.by_design_in_older_record({"text": "Tensor"}) is None
+    assert summarise.by_design_in_older_record({"text": "x", "by_design": "why"}) is None
+    reference = load_reference(REPO / "report/reference.csv")
+    runs = {"pytorch": {"hybridize": {"status": "ok", "parameters": {}, "outputs": {
+        "hybridnet_F_imperative": old}}}}
+    outputs = summarise.outputs_table(runs, reference).set_index("case")
+    assert outputs.loc["hybridnet_F_imperative", "match"] == "by design"
+    assert old["text"] in outputs.loc["hybridnet_F_imperative", "rule"]
+    verdict = summarise.outputs_verdict(outputs.reset_index(), "pytorch")
+    assert "different by the framework's design: hybridnet_F_imperative" in verdict.evidence

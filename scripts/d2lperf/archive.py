@@ -40,7 +40,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from d2lperf.claims import FAILS, HOLDS, NA, UNSURE
+from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 from d2lperf.machine import MachineIdError, check_machine_id
 from d2lperf.results import RecordError, check_run, section_folder
 from d2lperf.tables import TableError, check_summary_rows, load_samples, summary_schema
@@ -76,7 +76,7 @@ KEPT_RECORD = "kept-archives.json"  # under results/: what became of each kept a
 SUMMARY_COLUMNS = ("experiment", "case", "metric", "epoch", "unit", "count", "median",
                    "ci_low", "ci_high", "status")
 VERDICTS_COLUMNS = ("claim", "name", "section", "verdict", "evidence", "rule")
-VERDICTS = (HOLDS, FAILS, UNSURE, NA)
+VERDICTS = (HOLDS, FAILS, UNSURE, NOT_HERE, NA)
 
 
 class ArchiveError(ValueError):

@@ -19,7 +19,6 @@ import argparse
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from typing import Any
 
 import psutil
 
-from d2lperf import experiment, provenance
+from d2lperf import children, experiment, provenance
 from d2lperf.experiment import non_negative_int, positive_int
 from d2lperf.results import Recorder, read_json, write_json
 from d2lperf.stats import Stats
@@ -179,16 +178,16 @@ def run_modes(args: argparse.Namespace, script: str, child_flags: Sequence[str] 
     leaves the parameters' allocation out of the increase."""
     ways = [("", 0)] + ([(f"_{WARMED}", args.warmup)] if args.warmup > 0 else [])
     runs: Runs = {f"{mode}{suffix}": [] for suffix, _ in ways for mode in MODES}
-    with tempfile.TemporaryDirectory(prefix="async_memory.") as tmp:
+    with children.temporary_folder("async_memory-") as tmp:
         for repeat in range(args.repeats):
             for suffix, warmup in ways:
                 for mode in MODES:
                     print(f"{mode}{suffix}, repeat {repeat}:", flush=True)
-                    result = Path(tmp) / f"{mode}{suffix}-{repeat}.json"
+                    result = tmp / f"{mode}{suffix}-{repeat}.json"
                     subprocess.run([sys.executable, script, "--child", mode, "--result",
                                     str(result), "--threads", str(args.threads), "--warmup",
                                     str(warmup), *child_flags, *workload_flags(args)],
-                                   check=True)
+                                   check=True, preexec_fn=children.die_with_parent)
                     runs[f"{mode}{suffix}"].append(read_json(result))
     return runs
 

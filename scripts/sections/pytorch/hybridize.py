@@ -38,12 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 import argparse
 import os
 import subprocess
-import tempfile
 import time
 from typing import Any
 
+from d2lperf import children, experiment, provenance, symbolic, timing
 from d2lperf import devices as device_options
-from d2lperf import experiment, provenance, symbolic, timing
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder, read_json, report, write_json
 
@@ -93,7 +92,7 @@ def compile_in_fresh_process(args: argparse.Namespace, cache: Path, result: Path
                "--cache-dir", str(cache), "--result", str(result),
                "--threads", str(args.threads)]
     sys.stdout.flush()
-    done = subprocess.run(command)
+    done = subprocess.run(command, preexec_fn=children.die_with_parent)
     if done.returncode != 0:
         return {"status": f"failed: the compiling process exited with {done.returncode}"}
     return read_json(result)
@@ -228,13 +227,13 @@ def hybrid_block(rec: Recorder) -> None:
     x = torch.rand(size=(1, 4))
     y = net(x)
     rec.output("hybridnet_output_imperative", str(y), y.tolist())
-    rec.output("hybridnet_F_imperative", NO_F + f" forward saw a {seen[-1]['type']}")
+    rec.output("hybridnet_F_imperative", f"forward saw a {seen[-1]['type']}", by_design=NO_F)
     rec.output("hybridnet_x", str(x), x.tolist())
     rec.output("hybridnet_hidden", seen[-1]["hidden"], seen[-1]["h"].tolist())
     traced = torch.fx.symbolic_trace(net)
     y = traced(x)
     rec.output("hybridnet_output_hybridized", str(y), y.tolist())
-    rec.output("hybridnet_F_hybridized", NO_F + f" forward saw a {seen[-1]['type']}")
+    rec.output("hybridnet_F_hybridized", f"forward saw a {seen[-1]['type']}", by_design=NO_F)
     rec.output("hybridnet_x_hybridized", seen[-1]["x"])
     rec.output("hybridnet_hidden_hybridized", seen[-1]["hidden"])
     calls_before = len(seen)
@@ -242,15 +241,15 @@ def hybrid_block(rec: Recorder) -> None:
     rec.output("hybridnet_prints_after_first_hybridized_call", str(len(seen) - calls_before))
 
 
-NO_F = "not applicable in PyTorch (forward takes no F; torch.fx traces the same code):"
+NO_F = "forward takes no F (no module to print); torch.fx traces the same code"
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
     # first, so that a skipped run has done no work
     args.device_name = d2l.names(d2l.devices(args.on, 1))
     rec.output("symbolic_program_result", symbolic.run_program())
-    with tempfile.TemporaryDirectory(prefix="hybridize-torch.") as tmp:
-        mlp(args, rec, Path(tmp))
+    with children.temporary_folder("hybridize-torch-") as tmp:
+        mlp(args, rec, tmp)
     hybrid_block(rec)
 
 

@@ -53,9 +53,10 @@ from d2lperf.results import Recorder
 from d2lperf.stats import Stats
 
 SEED = 0
-NOT_INITIALIZED = (
-    "not applicable in PyTorch: a module's parameters are created and initialised with it, "
-    "on one device; there is no deferred initialisation, so no 'not initialized on cpu(0)'")
+NO_DEFERRED_INIT = ("a module's parameters are created and initialised with it, on one "
+                    "device; there is no deferred initialisation, so no 'not initialized on "
+                    "cpu(0)'")
+NOT_INITIALIZED = f"not applicable in PyTorch: {NO_DEFERRED_INIT}"
 
 
 def residual_class():
@@ -152,7 +153,8 @@ def demos(rec: Recorder, net, devices) -> None:
     print(*outputs)
     rec.output("net_outputs", " ".join(map(str, outputs)), [y.cpu().tolist() for y in outputs])
 
-    rec.output("weight_not_initialized_on", NOT_INITIALIZED)
+    rec.output("weight_not_initialized_on", f"initialised on {copies[0][0].weight.device}",
+               by_design=NO_DEFERRED_INIT)
     print(NOT_INITIALIZED)
     first, second = copies[0][0].weight.data[0], copies[1][0].weight.data[0]
     print(first, second)
