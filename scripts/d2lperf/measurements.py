@@ -89,7 +89,8 @@ class Measurements:
         any summary: what the stages decide on, by the report's own claims."""
         found = [{**row, "experiment": experiment, "metric": row.get("metric") or "time",
                   "value": float(row["value"]),
-                  "_epoch": row.get("epoch") not in (None, "")} for row in rows]
+                  "_epoch": row.get("epoch") not in (None, "")}
+                 for row in rows if row.get("value") not in (None, "")]
         made = cls.__new__(cls)
         made._setup(found, [], runs, band, False)
         return made
