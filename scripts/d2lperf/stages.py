@@ -12,12 +12,14 @@ stage would not fit in its budget of seconds, or after the last planned stage.
 A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
 waited for: a section with nothing left to decide stops after its first stage.
 
-The stages see one section, the report every section's claims: Holm's step-down
-there could be stricter for a claim here than Holm over this section alone, so a
-claim is called decided only when it clears Holm's strictest step over every
-claim that applies to this framework and device (``claims.holm``'s ``unseen``).
-What the stages call decided the report shows decided; the report may decide a
-little more, never less.
+The stages see one section, the report every section's claims: in the report's
+Holm step-down another section's claim may rank first and fail, which turns this
+one inconclusive too, or leave it a stricter step than Holm over this section
+alone would. So a claim is called decided here only when it clears Holm's
+strictest step over every claim that applies to this framework and device
+(``claims.holm``'s ``unseen``), which no other claim can undo. What the stages
+call decided the report shows decided; the report may decide a little more,
+never less.
 
 Looking more than once: each look uses a Bonferroni share of the 5%, 5% / K for
 the K planned looks (98.3% intervals for three), so that the chance that any look
