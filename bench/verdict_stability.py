@@ -11,6 +11,12 @@ contradict each other (one says it holds, another that it does not); the A/A rat
 every run; the first-position effect; and the drift of every case's median between runs
 (largest over smallest). Nothing here asserts: it prints. Run it on a quiet machine.
 
+Per framework it then tallies what the issue's acceptance asks: contradictions, how many
+runs each claim was decisive in out of the runs where it applies, and the A/A pairs'
+verdicts with whether each interval contains 1. "Not applicable here" is neither
+decisive nor a contradiction: it is left out of every count (its runs are not runs the
+claim was judged in) and named apart.
+
 ``--modes quiet busy`` runs everything twice: once quiet, once with one core kept busy
 by a spin the bench starts and stops (bounded by ``--busy-limit``, killed however the
 bench ends), and prints the two side by side: verdict and interval per claim and
@@ -95,6 +101,50 @@ def measure(args: argparse.Namespace, config: dict, threads: int, width: float,
     return {"verdicts": verdicts, "medians": medians, "walls": walls, "stages": staging}
 
 
+DECISIVE = {claims.HOLDS, claims.FAILS}
+UNCOUNTED = {claims.NOT_HERE, claims.NA}  # not judged here: neither decisive nor against
+
+
+def tally(verdicts: list[dict], framework: str) -> dict:
+    """One framework's figures over the runs (each run: {"framework/name": Verdict}):
+    contradictions, per claim "decisive in k of n" (n: the runs where it was judged),
+    the claims not applicable here, and each A/A pair's verdicts and whether its
+    intervals contain 1."""
+    names = list(dict.fromkeys(n for run in verdicts for n in run
+                               if n.startswith(f"{framework}/")))
+    decisive, not_here, contradictions, pairs = {}, [], 0, {}
+    aa_names = {f"{framework}/{pair}" for pair, *_ in claims.AA_PAIRS}
+    for name in names:
+        seen = [run[name] for run in verdicts if name in run]
+        judged = [v for v in seen if v.verdict not in UNCOUNTED]
+        if not judged:
+            not_here.append(name)
+            continue
+        said = {v.verdict for v in judged}
+        contradictions += DECISIVE <= said
+        if name in aa_names:
+            pairs[name] = [(v.verdict, v.ratio_low <= 1 <= v.ratio_high) for v in judged]
+        elif seen[0].kind == "claim":
+            decisive[name] = (sum(v.verdict in DECISIVE for v in judged), len(judged))
+    return {"contradictions": contradictions, "decisive": decisive, "not_here": not_here,
+            "aa": pairs}
+
+
+def print_tally(verdicts: list[dict], frameworks: list[str], mode: str) -> None:
+    """The per-framework tally (``tally``) in words."""
+    for framework in frameworks:
+        found = tally(verdicts, framework)
+        print(f"\n== {mode}: {framework}: {found['contradictions']} contradiction(s)")
+        for name, (k, n) in found["decisive"].items():
+            print(f"  {name:38} decisive in {k} of {n} run(s) where it applies")
+        for name in found["not_here"]:
+            print(f"  {name:38} not applicable here in every run (not counted)")
+        for name, runs in found["aa"].items():
+            cells = [f"{verdict}, {'contains 1' if inside else 'excludes 1'}"
+                     for verdict, inside in runs]
+            print(f"  {name:38} A/A: " + " | ".join(cells))
+
+
 def print_mode(args: argparse.Namespace, found: dict, mode: str, width: float,
                threads: int) -> int:
     """One mode's verdicts, contradictions, A/A ratios and drift; its contradictions."""
@@ -104,8 +154,8 @@ def print_mode(args: argparse.Namespace, found: dict, mode: str, width: float,
     contradictions = 0
     for name in verdicts[0]:
         seen = [v[name] for v in verdicts if name in v]
-        said = {v.verdict for v in seen}
-        contradicts = {claims.HOLDS, claims.FAILS} <= said
+        said = {v.verdict for v in seen} - UNCOUNTED
+        contradicts = DECISIVE <= said
         contradictions += contradicts
         print(f"{name:38} {' | '.join(v.verdict for v in seen)}"
               + ("   <- CONTRADICTION" if contradicts else ""))
@@ -128,6 +178,7 @@ def print_mode(args: argparse.Namespace, found: dict, mode: str, width: float,
               + f"  drift {row.max() / row.min() - 1:+.1%}")
     print(f"\n{mode}: wall time per run (the sections' processes): "
           + ", ".join(f"{w:.0f} s" for w in found["walls"]))
+    print_tally(verdicts, args.frameworks, mode)
     return contradictions
 
 
@@ -162,7 +213,7 @@ def print_side_by_side(args: argparse.Namespace, found: dict[str, dict]) -> None
     print("\nrun time per run: " + "; ".join(
         f"{mode} " + ", ".join(f"{w:.0f} s" for w in found[mode]["walls"]) for mode in modes))
     if {"quiet", "busy"} <= set(modes):
-        decisive = {claims.HOLDS, claims.FAILS}
+        decisive = DECISIVE
         # the steadiness check is meant to differ between the modes: not a contradiction
         quiet = [(n, v.verdict) for f in found["quiet"]["verdicts"] for n, v in f.items()
                  if v.verdict in decisive and not n.endswith("/machine_steadiness")]

@@ -31,7 +31,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
-from d2lperf import provenance, stages, workloads
+from d2lperf import claims, provenance, stages, workloads
 from d2lperf.archive import kept_refusals
 from d2lperf.blas import CORE_BITS, narrow_kernels
 from d2lperf.labels import Labels
@@ -50,9 +50,10 @@ CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, n
 VERDICT_RANK = {"does not hold": 0, "inconclusive": 1, "holds": 2, "not applicable here": 3,
                 "not applicable": 3}
 DECISIVE = ("holds", "does not hold")
-# Holm's correction over each framework's claims (d2lperf.claims.holm): the chance that
-# any of one framework's decisive verdicts is chance's doing is at most this.
-WRONG_BY_CHANCE = 0.025
+# Holm's correction over each framework's claims, every look of a staged section counted
+# (d2lperf.claims.holm): the chance that any of one framework's decisive verdicts is
+# chance's doing is at most this.
+WRONG_BY_CHANCE = claims.HOLM_ALPHA
 
 
 def like_document(value: float | None, printed: str | None) -> str:

@@ -40,3 +40,41 @@ def test_verdict_stability_refuses_bad_counts_and_bands():
         done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/verdict_stability.py"),
                                *args], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def load_bench():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "verdict_stability", REPO / "bench/verdict_stability.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_tally_leaves_not_applicable_here_out_of_decisive_and_contradictions():
+    from d2lperf import claims
+    bench = load_bench()
+
+    def v(name, verdict, kind="claim", ratio=(0.5, 0.4, 0.6)):
+        return claims.Verdict("c", name, "s", verdict, "e", "r", kind=kind,
+                              framework="pytorch", ratio=ratio[0], ratio_low=ratio[1],
+                              ratio_high=ratio[2])
+
+    runs = [{"pytorch/hy": v("hy", "holds"), "pytorch/q": v("q", "not applicable here"),
+             "pytorch/s": v("s", "holds"),
+             "pytorch/aa_hybridize": v("aa_hybridize", "holds", "check", (1.01, 0.98, 1.03))},
+            {"pytorch/hy": v("hy", "inconclusive"), "pytorch/q": v("q", "not applicable here"),
+             "pytorch/s": v("s", "not applicable here"),
+             "pytorch/aa_hybridize": v("aa_hybridize", "does not hold", "check",
+                                       (1.07, 1.06, 1.08))},
+            {"pytorch/hy": v("hy", "holds"), "pytorch/q": v("q", "not applicable here"),
+             "pytorch/s": v("s", "does not hold"),
+             "pytorch/aa_hybridize": v("aa_hybridize", "inconclusive", "check",
+                                       (1.0, 0.9, 1.1))}]
+    found = bench.tally(runs, "pytorch")
+    assert found["decisive"] == {"pytorch/hy": (2, 3), "pytorch/s": (2, 2)}
+    assert found["not_here"] == ["pytorch/q"]
+    assert found["contradictions"] == 2  # s: holds and does not hold; the A/A pair too
+    assert found["aa"]["pytorch/aa_hybridize"] == [
+        ("holds", True), ("does not hold", False), ("inconclusive", True)]
+    assert bench.tally(runs, "mxnet")["decisive"] == {}

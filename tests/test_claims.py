@@ -3,6 +3,7 @@ hand-made raw samples."""
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from conftest import REPO
 from d2lperf import claims
@@ -340,3 +341,58 @@ def test_holm_keeps_the_chance_of_any_wrong_decisive_verdict_in_a_run_small():
         wrong["holm"] += any(v.verdict == "holds" for v in found)
     assert wrong["alone"] / 400 > 0.12
     assert wrong["holm"] / 400 < 0.04, wrong
+
+
+STAGED = {"status": "ok", "stages": {"confidence_per_look": 1 - 0.05 / 3, "looks_planned": 3}}
+
+
+def marginal_hybridize():
+    """Four processes whose after/before lies below the band at 95% but not at 98.3%:
+    per-process log ratios log(0.9) +- 0.03 (t-interval upper ends 0.938 and 0.958)."""
+    shifts = (-0.03, -0.01, 0.01, 0.03)
+    before = {p: [0.40, 0.40, 0.40] for p in range(4)}
+    after = {p: [0.40 * float(np.exp(np.log(0.9) + s))] * 3 for p, s in enumerate(shifts)}
+    return frame(rows("hybridize", "mlp_before_hybridize", before),
+                 rows("hybridize", "mlp_after_hybridize", after))
+
+
+def test_a_staged_section_is_judged_at_its_looks_confidence_not_at_95_percent():
+    samples = marginal_hybridize()
+    once = verdicts(samples, {"hybridize": OK})["hybridize_speeds_up_mlp"]
+    assert once.verdict == "holds" and once.ratio_high < 0.95, once.evidence
+    staged = verdicts(samples, {"hybridize": STAGED})["hybridize_speeds_up_mlp"]
+    assert staged.verdict == "inconclusive", staged.evidence
+    assert staged.ratio == once.ratio and staged.ratio_high > 0.95 > once.ratio_high
+    assert "each look's confidence" in staged.rule
+
+
+def test_holm_counts_a_staged_claims_p_once_per_planned_look():
+    clear = frame(rows("hybridize", "mlp_before_hybridize", {p: [0.40, 0.41, 0.42]
+                                                             for p in range(4)}),
+                  rows("hybridize", "mlp_after_hybridize",
+                       {p: [0.30 + 0.004 * p] * 3 for p in range(4)}))
+    once = verdicts(clear, {"hybridize": OK})["hybridize_speeds_up_mlp"]
+    staged = verdicts(clear, {"hybridize": STAGED})["hybridize_speeds_up_mlp"]
+    assert 0 < once.p_value < 0.01
+    assert staged.p_value == pytest.approx(3 * once.p_value)
+
+
+def test_the_stages_see_one_section_so_holm_asks_its_strictest_step_of_each_claim():
+    def claim(name, p):
+        return claims.Verdict("c", name, "s", "holds", "e", "r", p_value=p, ratio=0.5)
+
+    # alone, Holm's last step lets p = 0.02 pass; with 7 claims unseen it needs 0.025 / 8
+    alone = [claim("a", 0.001), claim("b", 0.02)]
+    claims.holm(alone)
+    assert [v.verdict for v in alone] == ["holds", "holds"]
+    staged = [claim("a", 0.001), claim("b", 0.02)]
+    claims.holm(staged, unseen=7)
+    assert [v.verdict for v in staged] == ["holds", "inconclusive"]
+    assert "0.025 / 8" not in staged[1].evidence and "9 claims judged" in staged[1].evidence
+
+
+def test_steadiness_rule_describes_the_threaded_probe_and_the_stages_gate():
+    rule = claims.steadiness_check({}).rule
+    assert "as many processes at once as the timing has threads" in rule
+    assert "run queue" in rule and "measured again rather than pooled" in rule
+    assert "single" not in rule

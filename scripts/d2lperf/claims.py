@@ -9,6 +9,14 @@ and on the hidden share. A decisive verdict then has to pass Holm's correction o
 framework's claims judged on an interval (``holm``): with about ten claims at 95% each,
 one in five runs would otherwise carry a verdict that chance alone decided.
 
+A section measured in stages (``d2lperf.stages``) looked at its data up to three times
+and stopped at the first look that decided: its intervals here are at the confidence
+each look had (the run record's ``stages.confidence_per_look``, 98.3% for three looks)
+and its p-values count once per planned look, so a section that stopped undecided at
+98.3% does not read decisive at 95% on the same pooled data. The stages decide through
+``decide``, the very function the report judges by, so "decided" there means what this
+report shows.
+
 A claim says where it applies (``Where``: frameworks, device kinds, and what the
 framework must do there, such as queue work), checked against the fields of the run
 record (``execution``), never against message text. Where it does not apply the
@@ -29,12 +37,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from d2lperf import stats
+from d2lperf import stats, steadiness
 from d2lperf.applicability import EVERYWHERE, WHERE_WORK_IS_QUEUED, Where, where_words
 from d2lperf.measurements import (
     MIN_SAMPLES,
@@ -44,6 +51,9 @@ from d2lperf.measurements import (
     document_figures,
     tail_of,
 )
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made: a section's process has none
+    import pandas as pd
 
 HOLDS, FAILS, UNSURE, NA = "holds", "does not hold", "inconclusive", "not applicable"
 NOT_HERE, MIXED = "not applicable here", "mixed"
@@ -55,7 +65,8 @@ OVERLAP_NEEDED = 0.5  # share of the shorter job hidden behind the longer one
 QUEUE_SHARE = 0.25
 ACCURACY_MARGIN = 0.05  # absolute test accuracy
 # A 95% interval clears an edge by chance at most 2.5% of the time; Holm's step-down
-# keeps the chance of any wrong decisive verdict among a framework's claims at that.
+# keeps the chance of any wrong decisive verdict among a framework's claims (over all the
+# looks of their sections) at that.
 HOLM_ALPHA = 0.025
 DEFAULT_BAND = 0.05
 
@@ -103,13 +114,18 @@ def _speed_claim(m: Measurements, experiment: str, fast: str, slow: str, label: 
                    ratio.p_value(m.edges))
 
 
+STAGED = ("95%, or for a section measured in stages each look's confidence (98.3% for "
+          "three looks)")
+
+
 def speed_rule(m: Measurements) -> str:
-    return (f"ratio of medians with a 95% interval from the spread between processes (a "
-            f"t-interval on the per-process log ratios); holds when the whole interval lies "
+    return (f"ratio of medians with an interval ({STAGED}) from the spread between processes "
+            f"(a t-interval on the per-process log ratios); holds when the whole interval lies "
             f"below 1 − {m.band:g}, does not hold when it lies above 1 + {m.band:g} or wholly "
             f"inside the band (no meaningful difference), otherwise (or with fewer than "
             f"{MIN_SAMPLES} samples a side) inconclusive; a decisive verdict must also pass "
-            f"Holm's correction over the framework's claims (one-sided {HOLM_ALPHA:g})")
+            f"Holm's correction over the framework's claims (one-sided {HOLM_ALPHA:g}, each "
+            f"p counted once per look of its section)")
 
 
 def hybridize_is_faster(m: Measurements):
@@ -161,22 +177,24 @@ def _overlap(m: Measurements, experiment: str, a: str, b: str, both: str):
         return None
     point = np.array([stats.pooled_median(g) for g in groups])
     figures = stats.process_table(groups)
+    confidence, looks = m.confidence(experiment), m.looks(experiment)
     if m.exact:
         ratio, hidden = (float(_together(point)),) * 3, (float(_share(point)),) * 3
         tails = (None, None)
     elif figures is not None:
         together = stats.t_estimate(_together(figures), log=True)
         share = stats.t_estimate(_share(figures))
-        ratio, hidden = together.interval(), share.interval()
+        ratio, hidden = together.interval(confidence), share.interval(confidence)
         tails = (together.p_value, share.p_value)
     else:
         medians = stats.bootstrap_medians(groups)
-        ratio = (float(_together(point)), *stats.interval(_together(medians)))
-        hidden = (float(_share(point)), *stats.interval(_share(medians)))
+        ratio = (float(_together(point)), *stats.interval(_together(medians), confidence))
+        hidden = (float(_share(point)), *stats.interval(_share(medians), confidence))
         tails = (tail_of(None, _together(medians)), tail_of(None, _share(medians)))
     effect = stats.classify(ratio[1], ratio[2], m.band) if m.decidable(*groups) \
         else stats.UNSURE
-    return Ratio(*ratio, effect, tails[0]), Ratio(*hidden, stats.UNSURE, tails[1])
+    return (Ratio(*ratio, effect, tails[0], looks),
+            Ratio(*hidden, stats.UNSURE, tails[1], looks))
 
 
 def _overlap_text(ratio: Ratio, hidden: Ratio) -> str:
@@ -266,7 +284,7 @@ def _accuracy_claim(m: Measurements, experiment: str, reference: pd.DataFrame,
     return _result(HOLDS if all(v == HOLDS for v in verdicts) else FAILS, "; ".join(notes))
 
 
-OVERLAP_RULE = (f"holds when the 95% interval of the hidden share of the shorter job "
+OVERLAP_RULE = (f"holds when the interval ({STAGED}) of the hidden share of the shorter job "
                 f"((a + b − together) / shorter, per process) lies wholly above "
                 f"{OVERLAP_NEEDED:.0%}, does not hold when wholly below, otherwise inconclusive")
 
@@ -290,7 +308,7 @@ CLAIMS: list[Claim] = [
     Claim("queueing_returns_at_once", "async_computation",
           "the front end returns as soon as the work is queued, before it is done",
           queueing_returns_at_once,
-          "holds when the upper end of the 95% interval of queued/finished is under "
+          f"holds when the upper end of the interval ({STAGED}) of queued/finished is under "
           f"{QUEUE_SHARE:g} (the call took under a quarter of the wait still ahead), does "
           "not hold when its lower end is above", WHERE_WORK_IS_QUEUED),
     Claim("sync_call_slows_loop", "async_computation",
@@ -302,7 +320,7 @@ CLAIMS: list[Claim] = [
           "without synchronising calls, training uses more memory",
           asynchrony_uses_more_memory,
           "ratio of the RSS increases at the end of the loop (as the document printed them) "
-          "with its 95% interval; holds when it lies wholly above the band, does not hold "
+          f"with its interval ({STAGED}); holds when it lies wholly above the band, does not hold "
           "when below or inside it", WHERE_WORK_IS_QUEUED),
     Claim("cpu_gpu_overlap", "auto_parallelism",
           "CPU and GPU work overlap: together takes close to the longer, not the sum",
@@ -313,7 +331,7 @@ CLAIMS: list[Claim] = [
     Claim("small_ops_no_overlap", "small_ops_parallel",
           "two small random draws gain nothing from running together",
           small_ops_do_not_overlap,
-          "holds when the 95% interval of together/(x + y) lies wholly inside the band or "
+          f"holds when the interval ({STAGED}) of together/(x + y) lies wholly inside the band or "
           "above it, does not hold when wholly below, otherwise inconclusive",
           WHERE_WORK_IS_QUEUED),
     Claim("two_devices_speed_up_resnet", "multi_gpu_gluon",
@@ -366,12 +384,16 @@ AA_PAIRS = [
 ]
 
 
-def aa_checks(m: Measurements) -> list[Verdict]:
+def aa_checks(m: Measurements, section: str | None = None) -> list[Verdict]:
+    """The A/A pairs (of ``section``, or every one): identical work should read inside
+    the band, at the confidence its section's looks had."""
     checks = []
     for name, experiment, a, b in AA_PAIRS:
+        if section not in (None, experiment):
+            continue
         ratio = m.ratio(experiment, a, b)
-        rule = ("the same work under two labels; holds when its ratio's 95% interval lies "
-                f"wholly inside 1 ± {m.band:g}, does not hold when wholly outside")
+        rule = (f"the same work under two labels; holds when its ratio's interval ({STAGED}) "
+                f"lies wholly inside 1 ± {m.band:g}, does not hold when wholly outside")
         claim = f"identical work measured side by side ({experiment}: {a} vs {b})"
         if ratio is None:
             checks.append(Verdict(claim, name, experiment, NA,
@@ -390,6 +412,7 @@ def aa_checks(m: Measurements) -> list[Verdict]:
 def first_position_ratios(samples: pd.DataFrame) -> list[float]:
     """For every process of a side-by-side comparison with 2+ rounds: the case that led
     the process (round 0, position 0) against its own median in its later rounds."""
+    import pandas as pd
     compared = samples[pd.to_numeric(samples.get("position"), errors="coerce").notna()]
     ratios = []
     for _, process in compared.groupby(["framework", "experiment", "process"]):
@@ -423,9 +446,19 @@ def first_position_check(samples: pd.DataFrame, band: float) -> Verdict:
 
 
 def steadiness_check(runs: dict[str, dict[str, Any]]) -> Verdict:
-    rule = ("a fixed CPU probe (5 runs) and /proc/stat before and after each section; a "
-            "section is flagged when its probe moved more than 10% or more than 5% of the "
-            "CPU time was stolen")
+    """Whether the machine stayed steady: the section-level flags, with the rule as the
+    probe now runs (on the timing's thread count, the run queue and the stages' count of
+    other programs' cores beside it)."""
+    rule = (f"a fixed CPU probe ({steadiness.PROBE_REPEATS} runs) on as many processes at "
+            "once as the timing has threads (its figure the slowest of them: one busy core "
+            "of two shows), the run queue, the load average and /proc/stat, before and after "
+            f"each section; a section is flagged when its probe moved more than "
+            f"{steadiness.PROBE_MOVED:.0%} or more than {steadiness.STEAL_SHARE:.0%} of the "
+            "CPU time was stolen. A section measured in stages also counts, stage by stage, "
+            "the cores other programs kept busy and probes again after each stage: a stage "
+            f"with more than {steadiness.BUSY_CORES:g} of a core busy beyond those the "
+            f"timing leaves free, or whose probe ran over {steadiness.PROBE_SLOWER:.0%} "
+            "slower than the section's fastest, is measured again rather than pooled")
     claim = "the machine stayed steady while it measured"
     measured = {name: run["steadiness"] for name, run in runs.items() if run.get("steadiness")}
     if not measured:
@@ -454,19 +487,14 @@ def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.
     if "framework" in summary:
         summary = summary[summary["framework"].fillna(framework) == framework]
     m = Measurements(samples, summary, runs, band)
-    verdicts = aa_checks(m) + [first_position_check(samples, band), steadiness_check(runs)]
-    for claim in CLAIMS:
-        found = claim.check(m)
-        why_not = claim.where.why_not(framework, runs.get(claim.section))
-        if why_not is not None:
-            found.update(verdict=NOT_HERE, evidence=why_not, finding=found["evidence"])
-        document, evidence, by_variant = documents_verdict(claim, reference, band)
-        verdicts.append(Verdict(claim.text, claim.name, claim.section,
-                                rule=claim.rule or speed_rule(m), applies=where_words(
-                                    claim.where), document_verdict=document,
-                                document_evidence=evidence, document_by_variant=by_variant,
-                                **found))
-    holm(verdicts)
+    decided = decide(m, framework)
+    checks = [v for v in decided if v.kind == "check"]
+    judged = [v for v in decided if v.kind != "check"]
+    by_name = {claim.name: claim for claim in CLAIMS}
+    for verdict in judged:
+        verdict.document_verdict, verdict.document_evidence, verdict.document_by_variant = \
+            documents_verdict(by_name[verdict.name], reference, band)
+    verdicts = checks + [first_position_check(samples, band), steadiness_check(runs)] + judged
     reaches = framework != "mxnet"  # a twin trains its own way: it should reach theirs
     rule = (f"holds when every measured accuracy is at least the document's figure for the "
             f"same epoch less {ACCURACY_MARGIN}" if reaches else
@@ -483,27 +511,80 @@ def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.
     return verdicts
 
 
-def holm(verdicts: list[Verdict]) -> None:
+def decide(m: Measurements, framework: str, section: str | None = None,
+           unseen: int = 0) -> list[Verdict]:
+    """The A/A checks and the chapter's claims (of ``section``, or of every section)
+    judged on ``m``, each only where it applies, with Holm's correction over the claims.
+
+    One function for the report and for the stages' stopping rule (``d2lperf.stages``
+    calls it on the rows pooled so far), so that a section the stages called decided
+    reads decided in the report, by the same interval, rule and correction. ``unseen``:
+    claims of other sections that the report's correction will count too but whose
+    p-values are not known yet (``holm``)."""
+    checks = aa_checks(m, section)
+    judged = []
+    for claim in CLAIMS:
+        if section not in (None, claim.section):
+            continue
+        found = claim.check(m)
+        why_not = claim.where.why_not(framework, m.runs.get(claim.section))
+        if why_not is not None:
+            found.update(verdict=NOT_HERE, evidence=why_not, finding=found["evidence"])
+        judged.append(Verdict(claim.text, claim.name, claim.section,
+                              rule=claim.rule or speed_rule(m),
+                              applies=where_words(claim.where), framework=framework, **found))
+    holm(judged, unseen)
+    return checks + judged
+
+
+def to_decide(verdicts: list[Verdict]) -> list[Verdict]:
+    """The verdicts more data could settle: claims and checks that apply and were
+    measured (not "not applicable", not "not applicable here")."""
+    return [v for v in verdicts if v.verdict in (HOLDS, FAILS, UNSURE) and v.ratio == v.ratio]
+
+
+def applying_claims(framework: str, run: dict[str, Any]) -> list[str]:
+    """The claims judged on an interval that apply to ``framework`` where ``run`` ran
+    (its device kind and what the framework does there): every section of a run runs on
+    the same device kind, so one section's record stands for the others'."""
+    return [c.name for c in CLAIMS if c.where.why_not(framework, run) is None]
+
+
+def holm(verdicts: list[Verdict], unseen: int = 0) -> None:
     """Holm's step-down over a framework's claims judged on an interval (m of them,
     decisive or not): in order of their p-values, the k-th decisive one stays decisive
     only while p <= HOLM_ALPHA / (m - k + 1); from the first that does not, it and every
     later one become inconclusive, saying why. So the chance that any decisive verdict
     of the framework is chance's doing stays under 2.5% however many claims apply; one
-    clear of its band by far keeps its verdict."""
-    tested = [v for v in verdicts if v.kind == "claim" and v.verdict in (HOLDS, FAILS, UNSURE)
-              and v.ratio == v.ratio]
+    clear of its band by far keeps its verdict.
+
+    With stages: a staged section's p-values come multiplied by its planned looks
+    (``Ratio.p_value``), Bonferroni over the looks inside Holm over the claims. For
+    sections that all planned K looks this is Holm at HOLM_ALPHA / K, the same share of
+    the error rate each look's interval has; a section measured once counts once. The
+    composition is valid however the looks depend on each other and wherever the stages
+    stopped: the p at the look that stopped, times K, is a p-value in its own right.
+
+    ``unseen``: claims the correction will also count whose p-values are not known here
+    (the stages see one section; the report, every section). They could rank before
+    any of these and fail, so each claim here must clear the strictest step,
+    HOLM_ALPHA / (m + unseen): what Holm keeps decisive whatever the others show. A
+    claim the stages call decided therefore stays decided in the report."""
+    tested = [v for v in to_decide(verdicts) if v.kind == "claim"]
     decisive = sorted((v for v in tested if v.verdict != UNSURE and v.p_value == v.p_value),
                       key=lambda v: v.p_value)
+    total = len(tested) + unseen
     for k, verdict in enumerate(decisive):
-        limit = HOLM_ALPHA / (len(tested) - k)
+        limit = HOLM_ALPHA / (total if unseen else total - k)
         if verdict.p_value > limit:
             for later in decisive[k:]:
                 later.evidence += (f"; {later.verdict} by its own interval, but not after the "
-                                   f"correction for the {len(tested)} claims judged (Holm: "
+                                   f"correction for the {total} claims judged (Holm: "
                                    f"p {later.p_value:.2g} > {limit:.2g})")
                 later.verdict = UNSURE
             return
 
 
 def as_frame(verdicts: list[Verdict]) -> pd.DataFrame:
+    import pandas as pd
     return pd.DataFrame([asdict(v) for v in verdicts])

@@ -1,16 +1,21 @@
 """Measurements a claim is judged on: one framework's raw samples by process, or the
-documents' printed figures (one per case), and ratios of their medians with intervals."""
+documents' printed figures (one per case), and ratios of their medians with intervals.
+
+No pandas at import: a section's own process (whose environment has none) judges its
+stages' rows through ``Measurements.from_rows``, by the same claims as the report."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from d2lperf import stats
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MIN_SAMPLES = 3  # fewer samples a side cannot support an interval
 
@@ -26,6 +31,7 @@ class Ratio:
     # p of "the truth lies above (True) or below an edge", from the same data; None for
     # printed figures, which have no spread
     tail: Callable[[float, bool], float] | None = None
+    looks: int = 1  # the looks its section planned: each p counts once per look
 
     def text(self, label: str) -> str:
         return f"{label} {self.value:.3g} [{self.low:.3g}–{self.high:.3g}]"
@@ -33,18 +39,22 @@ class Ratio:
     def p_value(self, edges: tuple[float, float], effect: str | None = None) -> float:
         """How often chance alone would give this verdict against the band (or the rule's
         edges): the one-sided p of the side the interval cleared; both sides for "no
-        meaningful difference" (two one-sided tests)."""
+        meaningful difference" (two one-sided tests). A section measured in stages looked
+        ``looks`` times: its p is multiplied by them (Bonferroni over the looks, capped at
+        1), which is what its interval at the per-look confidence says."""
         if self.tail is None:
             return float("nan")
         low, high = edges
         effect = effect or self.effect
         if effect == stats.FASTER:
-            return self.tail(low, False)
-        if effect == stats.SLOWER:
-            return self.tail(high, True)
-        if effect == stats.SAME:
-            return max(self.tail(low, True), self.tail(high, False))
-        return float("nan")
+            p = self.tail(low, False)
+        elif effect == stats.SLOWER:
+            p = self.tail(high, True)
+        elif effect == stats.SAME:
+            p = max(self.tail(low, True), self.tail(high, False))
+        else:
+            return float("nan")
+        return min(1.0, p * self.looks)
 
 
 def tail_of(estimate: stats.Estimate | None, replicates: np.ndarray | None = None):
@@ -57,16 +67,46 @@ class Measurements:
     """One framework's raw samples (for ratios) and summary (for accuracies).
 
     ``exact``: the figures are printed ones, one per case (the documents'): a ratio's
-    interval is the point itself, and a single figure is enough to decide."""
+    interval is the point itself, and a single figure is enough to decide.
+
+    A section measured in stages (its run record's ``stages``) is judged at the
+    confidence each of its looks had (``confidence``), its p-values counted once per
+    planned look (``looks``): a section that stopped undecided at 98.3% must not read
+    decisive at 95% on the same pooled data."""
 
     def __init__(self, samples: pd.DataFrame, summary: pd.DataFrame,
                  runs: dict[str, dict[str, Any]], band: float, exact: bool = False) -> None:
-        self.samples, self.runs, self.band, self.exact = samples, runs, band, exact
+        found = samples.assign(_epoch=samples["epoch"].notna()).to_dict("records") \
+            if len(samples) else []
         measured = summary[summary["median"].notna()]
+        measured = measured.assign(_epoch=measured["epoch"].notna())
+        self._setup(found, measured.to_dict("records"), runs, band, exact)
+
+    @classmethod
+    def from_rows(cls, rows: list[dict[str, Any]], experiment: str,
+                  runs: dict[str, dict[str, Any]], band: float) -> Measurements:
+        """A section's own rows (as its CSV holds them: strings, an empty epoch) before
+        any summary: what the stages decide on, by the report's own claims."""
+        found = [{**row, "experiment": experiment, "metric": row.get("metric") or "time",
+                  "value": float(row["value"]),
+                  "_epoch": row.get("epoch") not in (None, "")}
+                 for row in rows if row.get("value") not in (None, "")]
+        made = cls.__new__(cls)
+        made._setup(found, [], runs, band, False)
+        return made
+
+    def _setup(self, samples: list[dict[str, Any]], summary: list[dict[str, Any]],
+               runs: dict[str, dict[str, Any]], band: float, exact: bool) -> None:
+        self.runs, self.band, self.exact = runs, band, exact
+        self.index: dict[tuple, list[tuple[int, float, bool]]] = {}
+        for r in samples:
+            if r["process"] in (None, "") or r["process"] != r["process"]:
+                continue
+            self.index.setdefault((r["experiment"], r["case"], r["metric"]), []).append(
+                (int(r["process"]), float(r["value"]), bool(r["_epoch"])))
         self.rows = {
-            (r["experiment"], r["case"], r["metric"],
-             None if pd.isna(r["epoch"]) else int(r["epoch"])): r
-            for r in measured.to_dict("records")
+            (r["experiment"], r["case"], r["metric"], int(r["epoch"]) if r["_epoch"] else None): r
+            for r in summary
         }
 
     def get(self, experiment: str, case: str, metric: str = "time", epoch: int | None = None):
@@ -79,16 +119,25 @@ class Measurements:
     def groups(self, experiment: str, case: str, metric: str = "time",
                epochs: bool = False) -> dict[int, list[float]] | None:
         """A case's raw samples by process; epoch times when ``epochs``."""
-        s = self.samples
-        if s.empty:
-            return None
-        rows = s[(s["experiment"] == experiment) & (s["case"] == case)
-                 & (s["metric"] == metric)]
-        if not self.exact:  # the documents print either epochs or their mean: either does
-            rows = rows[rows["epoch"].notna() == epochs]
-        if rows.empty:
-            return None
-        return {int(p): list(g["value"]) for p, g in rows.groupby("process")}
+        found: dict[int, list[float]] = {}
+        for process, value, has_epoch in self.index.get((experiment, case, metric), []):
+            # the documents print either epochs or their mean: either does
+            if self.exact or has_epoch == epochs:
+                if value == value:
+                    found.setdefault(process, []).append(value)
+        return dict(sorted(found.items())) or None
+
+    def staged(self, experiment: str) -> dict[str, Any]:
+        return (self.runs.get(experiment) or {}).get("stages") or {}
+
+    def confidence(self, experiment: str) -> float:
+        """The confidence a section's intervals are judged at: each look's, where it was
+        measured in stages, else ``stats.CONFIDENCE``."""
+        return float(self.staged(experiment).get("confidence_per_look") or stats.CONFIDENCE)
+
+    def looks(self, experiment: str) -> int:
+        """How many looks the section's stages planned (1 where it was not staged)."""
+        return int(self.staged(experiment).get("looks_planned") or 1)
 
     def missing(self, experiment: str) -> str | None:
         """Why a section has no figures here, or None when it has them."""
@@ -112,16 +161,18 @@ class Measurements:
         if self.exact:
             value = stats.pooled_median(ga) / stats.pooled_median(gb)
             return Ratio(value, value, value, stats.classify(value, value, self.band))
+        confidence = self.confidence(experiment)
         estimate = stats.log_ratio_estimate(ga, gb)
         replicates = None
         if estimate is not None:
-            value, low, high = estimate.interval()
+            value, low, high = estimate.interval(confidence)
         else:
-            value, low, high = stats.bootstrap_ratio_interval(ga, gb)
+            value, low, high = stats.bootstrap_ratio_interval(ga, gb, confidence=confidence)
             replicates = stats.bootstrap_ratio_replicates(ga, gb)
         effect = stats.classify(low, high, self.band) if self.decidable(ga, gb) \
             else stats.UNSURE
-        return Ratio(value, low, high, effect, tail_of(estimate, replicates))
+        return Ratio(value, low, high, effect, tail_of(estimate, replicates),
+                     self.looks(experiment))
 
     @property
     def edges(self) -> tuple[float, float]:
@@ -145,6 +196,7 @@ def document_figures(reference: pd.DataFrame, band: float, variant: str | None =
                      prefer: str | None = None) -> Measurements:
     """The documents' printed figures as measurements: one sample per figure (of one
     alternate ``variant``), the figure of ``prefer`` where several documents printed one."""
+    import pandas as pd
     figures = reference[reference["metric"].isin(["time", "memory"])].copy()
     others = alternates(reference)
     figures = figures[~figures["variant"].isin(others) | (figures["variant"] == variant)]

@@ -2,12 +2,24 @@
 
 A section measured in fresh processes (``--processes P``) runs them in planned
 stages: P processes, then P more, then 2P more (looks at P, 2P and 4P). After
-each stage the section's comparisons (``QUESTIONS``) are decided on everything
-pooled so far, through ``stats.ratio_interval`` and ``stats.classify``: the same
-interval and band as the report's verdicts. The section stops when every
-comparison is decided (its interval lies wholly outside or wholly inside the
-practical band), when the next stage would not fit in its budget of seconds, or
-after the last planned stage.
+each stage the section's own claims and A/A checks are judged on everything
+pooled so far by ``claims.decide``, the function the report judges by: the same
+statistic for each claim (the hidden share for an overlap claim, together/(x + y)
+for the small draws), the same interval, rule and Holm's correction, at this
+look's confidence. There is no second list of comparisons to drift from the
+claims. The section stops when every one that applies is decisive, when the next
+stage would not fit in its budget of seconds, or after the last planned stage.
+A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
+waited for: a section with nothing left to decide stops after its first stage.
+
+The stages see one section, the report every section's claims: in the report's
+Holm step-down another section's claim may rank first and fail, which turns this
+one inconclusive too, or leave it a stricter step than Holm over this section
+alone would. So a claim is called decided here only when it clears Holm's
+strictest step over every claim that applies to this framework and device
+(``claims.holm``'s ``unseen``), which no other claim can undo. What the stages
+call decided the report shows decided; the report may decide a little more,
+never less.
 
 Looking more than once: each look uses a Bonferroni share of the 5%, 5% / K for
 the K planned looks (98.3% intervals for three), so that the chance that any look
@@ -30,16 +42,15 @@ measured under the same load, and the record says so.
 
 from __future__ import annotations
 
-import inspect
 import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any
 
-from d2lperf import stats, steadiness
+from d2lperf import claims, stats, steadiness
+from d2lperf.measurements import Measurements
 
 ALPHA = 1 - stats.CONFIDENCE  # the error rate all looks of a section share
 PLAN = (1, 1, 2)  # stage sizes in units of the first stage's processes
@@ -48,42 +59,6 @@ WAIT_LIMIT_S = 30.0  # and never longer than this
 WAIT_POLL_S = 1.0
 DECIDED, BUDGET, MAX_STAGES, NOTHING, SKIPPED = (
     "decided", "budget spent", "max stages", "nothing to decide", "skipped")
-
-
-@dataclass(frozen=True)
-class Question:
-    """One comparison that decides a section: the ratio of the cases ``a`` to ``b``,
-    each summed round by round where it names several (x + y measured side by side)."""
-
-    name: str
-    a: tuple[str, ...]
-    b: tuple[str, ...]
-
-
-# The comparisons the report's claims and A/A checks decide for each staged section. The
-# overlap claims decide on together / (a + b), here as the ratio of the together case
-# to the per-round sums of a and b. Queued/finished is left out: its ratio lies orders of
-# magnitude from its threshold in either framework (1e-4 queued in MXNet, 2000x the wait
-# in eager PyTorch), which more processes cannot change.
-QUESTIONS: dict[str, list[Question]] = {
-    "hybridize": [
-        Question("after/before hybridize", ("mlp_after_hybridize",), ("mlp_before_hybridize",)),
-        Question("A/A twin/before", ("mlp_before_hybridize_twin",), ("mlp_before_hybridize",)),
-    ],
-    "async_computation": [
-        Question("asynchronous/synchronous", ("add_loop_asynchronous",),
-                 ("add_loop_synchronous",)),
-    ],
-    "small_ops_parallel": [
-        Question("together/(x+y)", ("generate_x_and_y",), ("generate_x", "generate_y")),
-        Question("A/A y/x", ("generate_y",), ("generate_x",)),
-    ],
-    "auto_parallelism": [
-        Question("together/(cpu+gpu)", ("cpu_and_gpu",), ("cpu_only", "gpu_only")),
-        Question("together/(compute+copy)", ("compute_and_copy",),
-                 ("gpu_compute", "copy_to_cpu")),
-    ],
-}
 
 
 def plan(first: int) -> list[int]:
@@ -96,53 +71,26 @@ def look_confidence(looks: int = len(PLAN)) -> float:
     return 1 - ALPHA / looks
 
 
-def widen(value: float, low: float, high: float, confidence: float) -> tuple[float, float]:
-    """A ratio's ``stats.CONFIDENCE`` interval stretched to ``confidence``: on the log
-    scale, each side's half-width times the ratio of the normal quantiles. For an
-    interval method that takes no confidence of its own."""
-    scale = (NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-             / NormalDist().inv_cdf(1 - (1 - stats.CONFIDENCE) / 2))
-    if not (value > 0 and low > 0 and high > 0):
-        return low, high
-    return (value * (low / value) ** scale, value * (high / value) ** scale)
+def sections() -> set[str]:
+    """The sections whose claims or A/A checks the stages can decide."""
+    return {c.section for c in claims.CLAIMS} | {pair[1] for pair in claims.AA_PAIRS}
 
 
-def interval(a: stats.Groups, b: stats.Groups, confidence: float) -> tuple[float, float, float]:
-    """The ratio a / b with its interval at ``confidence``, by ``stats``'s own method:
-    passed the confidence where ``stats.ratio_interval`` takes one, else widened."""
-    if "confidence" in inspect.signature(stats.ratio_interval).parameters:
-        return stats.ratio_interval(a, b, confidence=confidence)
-    value, low, high = stats.ratio_interval(a, b)
-    return (value, *widen(value, low, high, confidence))
-
-
-def groups(rows: Sequence[dict[str, Any]], cases: tuple[str, ...]) -> dict[int, list[float]]:
-    """The sum of ``cases`` in every (process, round) where all were timed, by process."""
-    found: dict[tuple[int, int], dict[str, float]] = {}
-    for row in rows:
-        if row.get("metric", "time") == "time" and row["case"] in cases:
-            key = (int(row["process"]), int(row["repeat"]))
-            found.setdefault(key, {})[row["case"]] = float(row["value"])
-    by_process: dict[int, list[float]] = {}
-    for (process, _), values in sorted(found.items()):
-        if len(values) == len(cases):
-            by_process.setdefault(process, []).append(sum(values.values()))
-    return by_process
-
-
-def look(rows: Sequence[dict[str, Any]], questions: Sequence[Question], band: float,
-         confidence: float) -> list[dict[str, Any]]:
-    """Every answerable question's ratio, interval and effect on ``rows``."""
-    answers = []
-    for question in questions:
-        a, b = groups(rows, question.a), groups(rows, question.b)
-        if not a or not b:
-            continue
-        value, low, high = interval(a, b, confidence)
-        effect = stats.classify(low, high, band)
-        answers.append({"question": question.name, "ratio": value, "low": low, "high": high,
-                        "effect": effect, "decided": effect != stats.UNSURE})
-    return answers
+def look(rows: Sequence[dict[str, Any]], experiment: str, run: dict[str, Any], band: float,
+         confidence: float, looks: int) -> list[dict[str, Any]]:
+    """The section's claims and A/A checks that apply and were measured, judged on
+    ``rows`` by ``claims.decide`` as the report will judge them: at ``confidence``, the
+    p-values counted once per planned look, Holm's strictest step over every claim
+    that applies to this framework where ``run`` ran."""
+    framework = run.get("framework") or "mxnet"
+    staged = {**run, "stages": {"confidence_per_look": confidence, "looks_planned": looks}}
+    m = Measurements.from_rows(list(rows), experiment, {experiment: staged}, band)
+    own = {c.name for c in claims.CLAIMS if c.section == experiment}
+    unseen = len(set(claims.applying_claims(framework, run)) - own)
+    found = claims.to_decide(claims.decide(m, framework, experiment, unseen))
+    return [{"question": v.name, "kind": v.kind, "verdict": v.verdict, "effect": v.effect,
+             "ratio": v.ratio, "low": v.ratio_low, "high": v.ratio_high,
+             "p_value": v.p_value, "decided": v.verdict != claims.UNSURE} for v in found]
 
 
 @dataclass
@@ -167,7 +115,7 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band
     record of how it went (``stages`` in run.json). ``wait(seconds)`` waits for the
     machine to quieten and says whether it did."""
     wait = wait or wait_for_quiet
-    questions = QUESTIONS.get(experiment, [])
+    questions = experiment in sections()
     sizes = plan(first)
     confidence = look_confidence(len(sizes))
     started = clock()
@@ -208,7 +156,7 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band
             break
         pooled = _pool(history)
         rows = [row for s, keep in zip(done, pooled) if keep for row in s.rows]
-        answers = look(rows, questions, band, confidence)
+        answers = look(rows, experiment, done[0].records[0], band, confidence, len(sizes))
         history[-1]["look"] = answers
         if not answers:
             stopped = NOTHING
@@ -221,7 +169,8 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band
         entry["pooled"] = keep
     record = {
         "plan": sizes, "looks_planned": len(sizes), "confidence_per_look": confidence,
-        "correction": f"Bonferroni: {ALPHA:.2g} shared by {len(sizes)} planned looks",
+        "correction": (f"Bonferroni: {ALPHA:.2g} shared by {len(sizes)} planned looks; "
+                       "Holm over the framework's claims"),
         "budget_seconds": budget, "band": band, "count": len(done),
         "looks": sum(1 for h in history if "look" in h),
         "processes_pooled": sum(len(s.records) for s, keep in zip(done, pooled) if keep),
@@ -254,14 +203,14 @@ def _why(stopped: str, history: list[dict[str, Any]], budget: float) -> str:
     answers = next((h["look"] for h in reversed(history) if h.get("look")), [])
     open_ = [a["question"] for a in answers if not a["decided"]]
     if stopped == DECIDED:
-        return "every comparison decided: " + ", ".join(
-            f"{a['question']} {a['effect']}" for a in answers)
+        return "every claim and check decided: " + ", ".join(
+            f"{a['question']} {a['verdict']}" for a in answers)
     if stopped == BUDGET:
         return f"the next stage would not fit in {budget:g} s; undecided: " + ", ".join(open_)
     if stopped == MAX_STAGES:
         return "every planned stage ran; undecided: " + ", ".join(open_)
     if stopped == NOTHING:
-        return "this section has no comparison the stages decide"
+        return "nothing here for more data to decide (no claim or check applies or was measured)"
     return "the section was skipped"
 
 
