@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from d2lperf.labels import Labels  # noqa: E402
+from d2lperf.sections import SECTIONS  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
 # An SVG's date and id seeds change every render; pin them so unchanged data
@@ -34,8 +35,6 @@ NAMES = {"mxnet": "MXNet", "pytorch": "PyTorch"}
 MARKERS = {"mxnet": "o", "pytorch": "s"}
 NUMERIC = ("median", "q1", "q3", "document_value", "epoch")
 LABELS_CSV = Path("report/labels.csv")
-# Not forward passes: compile times stay in the section's table, off the timing plot.
-OFF_THE_PLOT = {"hybridize": ("jit_script_compile", "torch_compile_cold", "torch_compile_warm")}
 
 
 def save(fig, out: Path) -> None:
@@ -153,10 +152,9 @@ def batch_number(cases: pd.Series) -> pd.Series:
     return cases.str.rsplit("_", n=1).str[-1].astype(int)
 
 
-def async_memory(summary: pd.DataFrame, out: Path) -> None:
+def async_memory(summary: pd.DataFrame, title: str, out: Path) -> None:
     """Elapsed time at each reported batch, per mode and framework; the memory
     increases, per case and framework, beside the document's."""
-    title = "Memory impact of asynchronous computation"
     if summary.dropna(subset=["median"]).empty:
         nothing_to_show(out, title, "no measurements")
         return
@@ -205,26 +203,21 @@ def async_memory(summary: pd.DataFrame, out: Path) -> None:
 
 def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path,
          labels: Labels) -> None:
-    titles = {
-        "hybridize": "MLP forward passes before and after hybridize()",
-        "async_computation": "Asynchronous computation",
-        "auto_parallelism": "Automatic parallelism: CPU and GPU, compute and copy",
-        "small_ops_parallel": "Two small random draws, separately and together",
-    }
-    if experiment == "async_memory":
-        async_memory(summary, out)
-    elif experiment.startswith("multi_gpu"):
-        training_curves(summary, {"multi_gpu_scratch": "LeNet from scratch, 1 vs 2 devices",
-                                  "multi_gpu_gluon": "ResNet-18, 1 vs 2 devices"}
-                        [experiment], out)
-    elif experiment == "ceilings":
+    """The section's plot, of the kind and with the title the table of sections gives it
+    (a section not in the table: a timing plot under its name)."""
+    entry = SECTIONS.get(experiment)
+    kind, title = (entry.plot, entry.plot_title) if entry else ("timing", experiment)
+    if kind == "memory":
+        async_memory(summary, title, out)
+    elif kind == "training":
+        training_curves(summary, title, out)
+    elif kind == "rates":
         timing_bars(summary[summary["metric"] == "rate"], samples[samples["metric"] == "rate"],
-                    "Machine ceilings (GFLOP/s for dot, GB/s for copies)", out, labels,
-                    unit="rate")
+                    title, out, labels, unit="rate")
     else:
-        timing = summary[(summary["metric"] == "time")
-                         & ~summary["case"].isin(OFF_THE_PLOT.get(experiment, ()))]
-        timing_bars(timing, samples, titles.get(experiment, experiment), out, labels)
+        off = entry.off_the_plot if entry else ()
+        timing = summary[(summary["metric"] == "time") & ~summary["case"].isin(off)]
+        timing_bars(timing, samples, title, out, labels)
 
 
 def with_framework(frame: pd.DataFrame) -> pd.DataFrame:

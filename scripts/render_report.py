@@ -2,8 +2,9 @@
 
 Reads machine.json, summary.csv, outputs.csv, verdicts.csv, each section's run.json
 (one per framework that ran it) and the plots; the documents' figures come from
-summary.csv and outputs.csv, which took them from report/reference.csv. Beside
-report/sections.csv lie the report's own tables: labels.csv (human labels of the cases
+summary.csv and outputs.csv, which took them from report/reference.csv; the sections'
+order and headings from sections.csv (written from the table of sections, d2lperf.sections).
+In report/ lie the report's own tables: labels.csv (human labels of the cases
 the documents did not print) and claims.csv (each claim's short name, how its ratio
 reads in words, and which of the documents' figures give the document's own ratio).
 
@@ -35,6 +36,7 @@ from d2lperf.results import read_json, section_folder
 Row = dict[str, Any]
 FRAMEWORKS = {"mxnet": "MXNet", "pytorch": "PyTorch"}  # display names, in column order
 DEFAULT_FRAMEWORK = "mxnet"  # run records written before there were two frameworks
+REPORT_FOLDER = Path(__file__).resolve().parents[1] / "report"  # labels.csv, claims.csv
 RAN = ("ok", "failed")  # statuses of a section that did something worth showing
 CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, names)
     ("Identical work (A/A)", ("aa_hybridize", "aa_small_ops")),
@@ -769,7 +771,7 @@ def render(args: argparse.Namespace) -> str:
     frameworks = [f for f in FRAMEWORKS if any(k[0] == f for k in runs)] + sorted(
         {k[0] for k in runs} - set(FRAMEWORKS))
     titles = {r["experiment"]: r for r in records(args.sections)}
-    report_folder = args.sections.parent
+    report_folder = REPORT_FOLDER
     labels = Labels.read(args.labels or report_folder / "labels.csv")
     claims_table = {r["name"]: r for r in read_table(args.claims or report_folder / "claims.csv")}
     summary = records(args.summary)
@@ -832,13 +834,14 @@ def main() -> int:
     p.add_argument("--benchmarks", type=Path, nargs="*", default=[],
                    help="Snakemake benchmark files of the experiment jobs")
     p.add_argument("--sections", required=True, type=Path,
-                   help="report/sections.csv: each experiment's heading in the documents")
+                   help="sections.csv (the rule sections_table writes it): each section's "
+                        "heading in the documents, in the report's order")
     p.add_argument("--labels", type=Path,
                    help="labels of the cases the documents did not print "
-                        "(default: labels.csv beside --sections)")
+                        "(default: report/labels.csv)")
     p.add_argument("--claims", type=Path,
                    help="each claim's short name and document ratio "
-                        "(default: claims.csv beside --sections)")
+                        "(default: report/claims.csv)")
     p.add_argument("--comparison", type=Path, help="comparison.csv (other machines present)")
     p.add_argument("--comparison-verdicts", type=Path, help="verdicts_by_machine.csv")
     p.add_argument("--comparison-plot", type=Path, help="plots/comparison.svg")

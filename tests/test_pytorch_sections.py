@@ -10,6 +10,7 @@ import re
 import pytest
 
 from conftest import REPO, read_rows, read_run, run_program, run_section
+from d2lperf import sections as section_table
 from d2lperf import tables
 
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
@@ -409,8 +410,7 @@ def test_small_ops_parallel_has_the_mxnet_twins_cases_in_fresh_processes(torch_p
     assert record["notes"]["generate_x_and_y_streams"].startswith("not run")
 
 
-SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",
-            "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon"]
+SECTIONS = [s for s in section_table.names() if section_table.SECTIONS[s].has("pytorch")]
 
 
 def test_every_mxnet_section_has_a_pytorch_twin_of_the_same_name():

@@ -17,10 +17,10 @@ from conftest import (
     crashing_python,
     snakemake,
 )
+from d2lperf import sections as section_table
 from d2lperf.tables import load_reference, load_samples
 
-SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",
-            "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon"]
+SECTIONS = [s for s in section_table.names() if section_table.SECTIONS[s].has("pytorch")]
 
 
 def test_every_section_ran_and_its_samples_match_the_schema(ci_run):

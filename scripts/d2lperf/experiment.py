@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import provenance, steadiness
+from d2lperf import provenance, sections, steadiness
 from d2lperf.results import COLUMNS, Recorder, read_json, write_csv, write_json
 
 
@@ -85,27 +85,15 @@ def usage_error(message: str) -> None:
     raise SystemExit(2)
 
 
-# Each section's workload options with the document's values as defaults, once for both
-# twins (a script run by hand reproduces the document; the presets set them in a run of the
-# pipeline). The training sections' are training.DOCUMENT_RUNS, the memory section's in
-# d2lperf.memory.
-DOCUMENT_OPTIONS: dict[str, list[tuple[str, int, str]]] = {
-    "hybridize": [("--forward-passes", 1000, "MLP forward passes per timed sample")],
-    "async_computation": [("--size", 2000, "side of the square matrices"),
-                          ("--loop-iterations", 1000, "x + 1 operations per timed loop")],
-    "auto_parallelism": [("--cpu-size", 2000, "x_cpu is cpu-size x cpu-size"),
-                         ("--gpu-size", 6000, "x_gpu is gpu-size x gpu-size"),
-                         ("--dots", 10, "matrix products per run(x)")],
-    "small_ops_parallel": [("--size", 2000, "X and Y are size x size")],
-}
-
-
 def parser(description: str, *, repeated: bool = True,
            section: str | None = None) -> argparse.ArgumentParser:
     """The common arguments; ``repeated=False`` for sections whose samples are epochs;
-    ``section``: that section's workload options (DOCUMENT_OPTIONS) too."""
+    ``section``: that section's workload options too, with the document's values as
+    defaults, once for both twins (``document_options`` in the table of sections): a
+    script run by hand reproduces the document; the presets set them in a pipeline run."""
     p = argparse.ArgumentParser(description=description)
-    for flag, default, meaning in DOCUMENT_OPTIONS.get(section or "", []):
+    options = sections.SECTIONS[section].document_options if section else ()
+    for flag, default, meaning in options:
         p.add_argument(flag, type=positive_int, default=default,
                        help=f"{meaning} (document: {default})")
     out = p.add_argument_group("outputs")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from d2lperf import sections
+
 # Preset entries that only one framework's script takes (the others leave them out).
-FRAMEWORK_OPTIONS = {"compile_runs": "pytorch"}
+FRAMEWORK_OPTIONS = sections.framework_options()
 
 
 def for_framework(options: Mapping[str, Any], framework: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TextIO, TypeVar
 
-from d2lperf import data, devices, experiment
+from d2lperf import data, devices, experiment, sections
 from d2lperf.experiment import non_negative_int, positive_int
 from d2lperf.results import Recorder
 
@@ -39,21 +39,11 @@ def positive_float(text: str) -> float:
     return value
 
 
-# The documents' calls of train(num_gpus, batch_size, lr), and their epochs: the defaults
-# of both frameworks' scripts.
-DOCUMENT_RUNS: dict[str, dict[str, Any]] = {
-    "multi_gpu_scratch": {"devices_per_run": [1, 2], "batch_sizes": [256, 256],
-                          "learning_rates": [0.2, 0.2], "epochs": 4},
-    "multi_gpu_gluon": {"devices_per_run": [1, 2], "batch_sizes": [256, 512],
-                        "learning_rates": [0.1, 0.2], "epochs": 10},
-}
-
-
 def parser(description: str, section: str) -> argparse.ArgumentParser:
     """A training section's command line: the common options (one sample per epoch) and
-    the training ones, defaulting to the document's values."""
+    the training ones, defaulting to the document's values (the table of sections)."""
     p = experiment.parser(description, repeated=False)
-    add_arguments(p, **DOCUMENT_RUNS[section])
+    add_arguments(p, **sections.SECTIONS[section].document_runs)
     return p
 
 

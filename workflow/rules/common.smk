@@ -6,6 +6,7 @@ from snakemake.settings.types import DeploymentMethod
 
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
+from d2lperf import sections as SECTION_TABLE
 from d2lperf.presets import cli_args, for_framework
 from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check_threads
 from d2lperf.blas import BlasError, find_system_blas
@@ -140,29 +141,15 @@ MACHINE_ENV = CONDA_ENV[FRAMEWORKS[0]]
 # no job ever runs beside a timing (DESIGN.md decision 5; set in the default profile).
 MACHINE_LOCK = 100
 
-# The chapter's sections, in the documents' order. `gpus`: how many GPUs the section
-# was written for; `data`: whether it trains on Fashion-MNIST.
-SECTIONS = {
-    "hybridize": {"gpus": 0, "data": False, "blas": False},
-    "async_computation": {"gpus": 0, "data": False, "blas": True},
-    "async_memory": {"gpus": 0, "data": False, "blas": False},
-    "auto_parallelism": {"gpus": 1, "data": False, "blas": True},
-    "small_ops_parallel": {"gpus": 0, "data": False, "blas": False},
-    "multi_gpu_scratch": {"gpus": 2, "data": True, "blas": True},
-    "multi_gpu_gluon": {"gpus": 2, "data": True, "blas": False},
-    # not a section: this machine's peak rates, which the report sets the timings against
-    "ceilings": {"gpus": 0, "data": False, "blas": True},
-}
-# `blas`: the section's timings rest on BLAS calls (nd.dot); with MKLDNN, Dense and
-# convolution layers do not, so a BLAS variant checks its numerics in these only.
-EXPERIMENTS = list(SECTIONS)
-# One job per section per framework, in the documents' order: every section has a
-# PyTorch twin; ceilings (the rates beside MXNet's timings) is MXNet's alone.
+# The chapter's sections, in the documents' order, and what each needs: one table,
+# d2lperf.sections, that the presets' schema, the plots and the report read too.
+EXPERIMENTS = SECTION_TABLE.names()
+# One job per section per framework that has it, in the documents' order.
 JOBS = [
     (section, framework)
     for section in EXPERIMENTS
     for framework in FRAMEWORKS
-    if framework == "mxnet" or section != "ceilings"
+    if SECTION_TABLE.SECTIONS[section].has(framework)
 ]
 
 
@@ -199,8 +186,8 @@ RUN_RECORDS = [experiment_paths(s, f)["sidecar"] for s, f in JOBS]
 def device_kind(section):
     """GPU contexts where the machine has the GPUs, else what the config says.
     seeds/000 ran its from-scratch multi-device code on cpu(0), cpu(1): so do we."""
-    if section == "multi_gpu_scratch":
-        return "gpu" if len(gpus()) >= SECTIONS[section]["gpus"] else "cpu"
+    if SECTION_TABLE.SECTIONS[section].cpu_stand_in:
+        return "gpu" if len(gpus()) >= SECTION_TABLE.SECTIONS[section].gpus else "cpu"
     return "cpu" if config.get("gpu_sections_on_cpu", False) else "gpu"
 
 
@@ -210,7 +197,7 @@ def torch_device_kind(section):
     (the CPU stand-in, or skipped with the reason); the others run on the CPU."""
     if gpus():
         return "gpu"
-    if SECTIONS[section]["gpus"]:
+    if SECTION_TABLE.SECTIONS[section].gpus:
         return device_kind(section)
     return "cpu"
 
@@ -218,7 +205,8 @@ def torch_device_kind(section):
 def section_threads(section):
     """One OpenMP thread per engine queue on CPU contexts: the mxnet wheel's OpenBLAS
     0.3.13 (USE_OPENMP) hangs when two queues call its multithreaded sgemm at once."""
-    if SECTIONS.get(section, {}).get("gpus") and device_kind(section) == "cpu":
+    entry = SECTION_TABLE.SECTIONS.get(section)
+    if entry and entry.gpus and device_kind(section) == "cpu":
         return 1
     return THREADS
 
@@ -232,14 +220,14 @@ def section_args(section, framework="mxnet"):
     }
     if framework == "pytorch" and section != "ceilings":
         options["on"] = torch_device_kind(section)
-    elif SECTIONS[section]["gpus"]:
+    elif SECTION_TABLE.SECTIONS[section].gpus:
         options["on"] = device_kind(section)
-    if SECTIONS[section]["data"]:
+    if SECTION_TABLE.SECTIONS[section].data:
         options["data_dir"] = config.get("data_dir") or None
         options["data_download"] = config.get("data_download", False)
-    if section == "hybridize":
+    if SECTION_TABLE.SECTIONS[section].exports_model:
         options["export_dir"] = f"{job_folder(section, framework)}/model"
-    if SYSTEM_BLAS and SECTIONS[section]["blas"]:
+    if SYSTEM_BLAS and SECTION_TABLE.SECTIONS[section].blas:
         options["blas_reference"] = BLAS_REFERENCE
     # one word each, for `{params.args:q}`
     return cli_args(options)
@@ -250,7 +238,7 @@ BLAS_REFERENCE = f"results/{MACHINE}/blas_reference.npz"
 
 def blas_inputs(section):
     """A BLAS variant's BLAS-dependent sections first need the stock reference."""
-    if SYSTEM_BLAS and SECTIONS.get(section, {}).get("blas"):
+    if SYSTEM_BLAS and SECTION_TABLE.SECTIONS[section].blas:
         return {"blas_reference": BLAS_REFERENCE}
     return {}
 

@@ -16,6 +16,8 @@ rule machine_info:
         f"{RESULTS}/benchmarks/machine_info.tsv"
     conda:
         MACHINE_ENV
+    resources:
+        **SECTION_TABLE.OTHER_JOBS["machine_info"],
     params:
         py=MACHINE_PY,
         machine=RESULTS_ID,
@@ -34,6 +36,8 @@ rule blas_reference:
         f"results/{MACHINE}/logs/blas_reference.log",
     conda:
         EXPERIMENT_ENV
+    resources:
+        **SECTION_TABLE.OTHER_JOBS["blas_reference"],
     params:
         py=EXPERIMENT_PY,
     shell:
@@ -60,8 +64,13 @@ for section, framework in JOBS:
             f"{RESULTS}/benchmarks/{rule_name(section, framework)}.tsv"
         conda:
             CONDA_ENV[framework]
+        # The whole machine lock (local runs); under SLURM, the section's own request
+        # (d2lperf.sections): its node exclusively, its GPUs, time and memory.
         resources:
             machine_lock=MACHINE_LOCK,
+            **SECTION_TABLE.slurm_resources(
+                section, framework == "pytorch", config["threads"]
+            ),
         params:
             # Bound here, while the loop is at this section: the shell line below is
             # formatted when the job runs, long after the loop has ended.
