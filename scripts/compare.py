@@ -18,6 +18,8 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from d2lperf.frameworks import DOCUMENTS  # noqa: E402
+
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "d2l-perf"})
 CASE = ["framework", "experiment", "case", "metric", "epoch"]
 COMPARED_METRICS = ("time", "memory", "rate")
@@ -28,7 +30,7 @@ def load(summaries: list[Path]) -> pd.DataFrame:
     for path in summaries:
         frame = pd.read_csv(path)
         # summaries from before there were two frameworks are MXNet's
-        frame["framework"] = frame.get("framework", pd.Series(dtype=str)).fillna("mxnet")
+        frame["framework"] = frame.get("framework", pd.Series(dtype=str)).fillna(DOCUMENTS)
         frame = frame[frame["median"].notna() & frame["metric"].isin(COMPARED_METRICS)]
         frame = frame.drop_duplicates(subset=CASE)  # one row per case, whatever documents
         frames.append(frame.assign(machine=path.parent.name))
@@ -97,7 +99,7 @@ def main() -> int:
     table = speedups(load(args.summaries), args.baseline)
     table.to_csv(args.table, index=False)
     verdicts = pd.concat([pd.read_csv(v).assign(machine=v.parent.name) for v in args.verdicts])
-    verdicts["framework"] = verdicts.get("framework", pd.Series(dtype=str)).fillna("mxnet")
+    verdicts["framework"] = verdicts.get("framework", pd.Series(dtype=str)).fillna(DOCUMENTS)
     verdicts.pivot(index=["framework", "name", "claim"], columns="machine",
                    values="verdict").reset_index().to_csv(args.verdicts_table, index=False)
     args.plot.parent.mkdir(parents=True, exist_ok=True)

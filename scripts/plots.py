@@ -21,6 +21,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY  # noqa: E402
 from d2lperf.labels import Labels  # noqa: E402
 from d2lperf.sections import SECTIONS  # noqa: E402
 
@@ -30,9 +31,9 @@ plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
 plt.rcParams["svg.hashsalt"] = "d2l-perf"
 METADATA = {"Date": None}
 DOCUMENT = "#9a9a9a"
-COLOURS = {"mxnet": "#1f5fa8", "pytorch": "#c0470c"}  # as the report's overview
-NAMES = {"mxnet": "MXNet", "pytorch": "PyTorch"}
-MARKERS = {"mxnet": "o", "pytorch": "s"}
+COLOURS = {name: f.colour for name, f in REGISTRY.items()}  # as the report's overview
+NAMES = LABELS
+MARKERS = {name: f.marker for name, f in REGISTRY.items()}
 NUMERIC = ("median", "q1", "q3", "document_value", "epoch")
 LABELS_CSV = Path("report/labels.csv")
 
@@ -52,7 +53,7 @@ def nothing_to_show(out: Path, title: str, why: str) -> None:
 
 def frameworks_of(frame: pd.DataFrame) -> list[str]:
     found = set(frame["framework"].dropna()) if "framework" in frame else set()
-    return [f for f in NAMES if f in found] + sorted(found - set(NAMES)) or ["mxnet"]
+    return [f for f in NAMES if f in found] + sorted(found - set(NAMES)) or [DOCUMENTS]
 
 
 def label_of(row: pd.Series, labels: Labels, width: int = 32) -> str:
@@ -221,10 +222,10 @@ def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Pat
 
 
 def with_framework(frame: pd.DataFrame) -> pd.DataFrame:
-    """Tables written before there were two frameworks are MXNet's."""
+    """Tables written before there were two frameworks are the documents' framework's."""
     if "framework" not in frame:
-        return frame.assign(framework="mxnet")
-    return frame.assign(framework=frame["framework"].replace("", "mxnet").fillna("mxnet"))
+        return frame.assign(framework=DOCUMENTS)
+    return frame.assign(framework=frame["framework"].replace("", DOCUMENTS).fillna(DOCUMENTS))
 
 
 def main() -> int:

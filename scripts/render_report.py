@@ -30,12 +30,13 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from d2lperf import provenance
+from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY
 from d2lperf.labels import Labels
 from d2lperf.results import read_json, section_folder
 
 Row = dict[str, Any]
-FRAMEWORKS = {"mxnet": "MXNet", "pytorch": "PyTorch"}  # display names, in column order
-DEFAULT_FRAMEWORK = "mxnet"  # run records written before there were two frameworks
+FRAMEWORKS = LABELS  # display names, in column order (the framework registry's)
+DEFAULT_FRAMEWORK = DOCUMENTS  # run records written before there were two frameworks
 REPORT_FOLDER = Path(__file__).resolve().parents[1] / "report"  # labels.csv, claims.csv
 RAN = ("ok", "failed")  # statuses of a section that did something worth showing
 CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, names)
@@ -360,7 +361,7 @@ def check_lines(verdicts: list[Row], frameworks: list[str],
 
 OVERVIEW = {"width": 960, "label": 430, "right": 20, "row": 14, "group": 21, "top": 34,
             "bottom": 40}
-MARKS = {"mxnet": ("circle", "#1f5fa8"), "pytorch": ("diamond", "#c0470c")}
+MARKS = {name: (f.shape, f.colour) for name, f in REGISTRY.items()}
 
 
 def overview_rows(figures: list[Row], frameworks: list[str]) -> list[Row]:
@@ -682,6 +683,11 @@ def torch_stack(machine: Row, runs: Iterable[Row]) -> dict[str, str] | None:
     return rows
 
 
+# Each framework's software stack for the report's machine table, by the run record's key
+# of its build (the registry's package name).
+STACKS = {"mxnet": mxnet_stack, "torch": torch_stack}
+
+
 def ceilings_text(summary: list[Row]) -> str:
     rates = [r for r in summary if r["experiment"] == "ceilings" and r["metric"] == "rate"
              and r["median"] is not None]
@@ -787,8 +793,8 @@ def render(args: argparse.Namespace) -> str:
     sections = sections_view(args, runs, frameworks, figures,
                              outputs_side_by_side(outputs, frameworks, labels), claims,
                              titles)
-    stacks = {"MXNet": mxnet_stack(machine, (r for k, r in runs.items() if k[0] == "mxnet")),
-              "PyTorch": torch_stack(machine, (r for k, r in runs.items() if k[0] == "pytorch"))}
+    stacks = {f.label: STACKS[f.package](machine, (r for k, r in runs.items() if k[0] == name))
+              for name, f in REGISTRY.items() if f.package in STACKS}
     return env.get_template(template.name).render(
         machine=machine,
         machine_rows={**machine_rows(machine), "ceilings (measured here)": ceilings_text(summary)},

@@ -3,6 +3,9 @@ section scripts' defaults and the documents' preset all agree with it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import yaml
 
@@ -42,3 +45,20 @@ def test_the_documents_preset_runs_the_documents_workloads():
             assert preset[name]["devices"] == runs["devices_per_run"], name
             for key in ("batch_sizes", "learning_rates", "epochs"):
                 assert preset[name][key] == runs[key], (name, key)
+def test_every_section_has_a_script_for_each_of_its_frameworks():
+    from d2lperf import frameworks
+
+    for name, entry in sections.SECTIONS.items():
+        for framework in frameworks.names():
+            script = REPO / "scripts/sections" / framework / f"{name}.py"
+            assert script.exists() == entry.has(framework), script
+
+
+def test_the_table_loads_nothing_but_the_standard_library():
+    """The Snakefile reads it at every start: it must not import the library's heavy parts."""
+    program = ("import sys; sys.path.insert(0, 'scripts'); import d2lperf.sections, "
+               "d2lperf.frameworks; print(sorted(m for m in sys.modules if m.startswith("
+               "('d2lperf', 'numpy', 'pandas', 'torch', 'mxnet'))))")
+    done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "['d2lperf', 'd2lperf.frameworks', 'd2lperf.sections']"

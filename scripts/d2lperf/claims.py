@@ -2,7 +2,7 @@
 
 Every "A is faster than B" claim is decided on the ratio of the two medians, with
 a 95% hierarchical bootstrap interval (processes, then samples: ``stats``),
-against a practical band of 1 +- ``band`` (DESIGN.md decision 10): the claimed
+against a practical band of 1 +- ``band`` (docs/design.md, "Measured side by side"): the claimed
 side is faster when the whole interval lies below the band, slower when above,
 "no meaningful difference" when inside, inconclusive otherwise. Overlap claims
 are decided the same way on "together / (a + b)" and on the hidden share.

@@ -9,7 +9,7 @@ traceback in the log, and the rule's fallback (scripts/record_failure.py) record
 the failure.
 
 With ``--processes P`` above 1 the script runs its body in P fresh processes, one
-after the other (DESIGN.md decision 10): this process, which never imports a
+after the other (docs/design.md, "Measured side by side"): this process, which never imports a
 framework, starts the same script again with ``--process i`` and merges their
 rows and run records. Machine steadiness is measured before and after, around
 all of them (``d2lperf.steadiness``).
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import ctypes
+import importlib
 import subprocess
 import sys
 import tempfile
@@ -28,98 +29,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import provenance, sections, steadiness
+from d2lperf import provenance, steadiness
+from d2lperf.arguments import (  # noqa: F401  (the section scripts' command line, from here)
+    non_negative_int,
+    parser,
+    positive_float,
+    positive_fraction,
+    positive_int,
+    usage_error,
+)
+from d2lperf.errors import Refused, Skipped
+from d2lperf.frameworks import REGISTRY
 from d2lperf.results import COLUMNS, Recorder, read_json, write_csv, write_json
-
-
-class Skipped(Exception):
-    """This section cannot run here (for example: needs 2 GPUs, found 0)."""
-
-
-class Refused(Skipped):
-    """This section will not report figures: its BLAS computes something else."""
-
-
-def _integer(text: str, lowest: int, wanted: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
-    if value < lowest:
-        raise argparse.ArgumentTypeError(f"must be {wanted}, got {value}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    return _integer(text, 1, "a positive integer")
-
-
-def non_negative_int(text: str) -> int:
-    return _integer(text, 0, "zero or more")
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def positive_fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") \
-            from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
-    return value
-
-
-def usage_error(message: str) -> None:
-    """End the script as argparse does on a bad option: the message on stderr, exit 2."""
-    print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def parser(description: str, *, repeated: bool = True,
-           section: str | None = None) -> argparse.ArgumentParser:
-    """The common arguments; ``repeated=False`` for sections whose samples are epochs;
-    ``section``: that section's workload options too, with the document's values as
-    defaults, once for both twins (``document_options`` in the table of sections): a
-    script run by hand reproduces the document; the presets set them in a pipeline run."""
-    p = argparse.ArgumentParser(description=description)
-    options = sections.SECTIONS[section].document_options if section else ()
-    for flag, default, meaning in options:
-        p.add_argument(flag, type=positive_int, default=default,
-                       help=f"{meaning} (document: {default})")
-    out = p.add_argument_group("outputs")
-    out.add_argument("--csv", required=True, help="tidy CSV of raw samples to write")
-    out.add_argument("--sidecar", required=True, help="JSON run record to write")
-    timing = p.add_argument_group("timing")
-    timing.add_argument("--threads", type=positive_int, default=1,
-                        help="OpenMP/BLAS threads, set before the framework loads (default: 1)")
-    timing.add_argument("--blas-reference", type=Path,
-                        help="stock-BLAS dot to match before timing (runs on another BLAS)")
-    timing.add_argument("--probe-seconds", type=positive_float, default=0.2,
-                        help="length of the steadiness probe run before and after (default: 0.2)")
-    if repeated:
-        timing.add_argument("--warmup", type=non_negative_int, default=1,
-                            help="untimed runs of every case before the timed ones (default: 1)")
-        timing.add_argument("--repeats", type=positive_int, default=5,
-                            help="rounds per process: timed runs of every case, side by side; "
-                                 "every one is kept (default: 5)")
-        timing.add_argument("--processes", type=positive_int, default=1,
-                            help="fresh processes the rounds run in, one after the other "
-                                 "(default: 1)")
-        timing.add_argument("--seed", type=non_negative_int, default=0,
-                            help="seed of the shuffled order of the cases (default: 0)")
-        timing.add_argument("--process", type=non_negative_int, default=None,
-                            help=argparse.SUPPRESS)  # set for its children by --processes
-    return p
 
 
 def _openblas_info(path: str) -> dict[str, Any]:
@@ -225,14 +146,9 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         artifacts=recorder.artifacts,
         notes=recorder.notes,
     )
-    if "mxnet" in sys.modules:
-        from d2lperf import mxnet as d2l_mxnet
-
-        record["mxnet"] = d2l_mxnet.build_info()
-    if "torch" in sys.modules:
-        from d2lperf import torch as d2l_torch
-
-        record["torch"] = d2l_torch.build_info()
+    for entry in REGISTRY.values():  # the build of each framework the body loaded
+        if entry.package in sys.modules:
+            record[entry.package] = importlib.import_module(entry.module).build_info()
     return record, recorder.rows
 
 

@@ -6,8 +6,8 @@ thing (``devices``, ``names``, ``load_fashion_mnist``, ``load_data``,
 ``d2l/torch.py``. MXNet is imported inside the functions, so that the thread counts
 are pinned before it loads (``experiment.main``).
 
-Devices (DESIGN.md decision 7): sections written for GPUs run on GPUs when the machine
-has enough that MXNet has code for, and are skipped with the reason when it does not
+Devices (docs/design.md, "GPUs when present"): sections written for GPUs run on GPUs when
+the machine has enough that MXNet has code for, and are skipped with the reason when it does not
 (MXNet 1.9.1 has no kernels for compute capability 9.0 and later: d2lperf.mxnet_gpu),
 unless the config asks for CPU contexts instead (``cpu(0)``, ``cpu(1)``, ...: separate
 engine queues on the same processor, exactly as seeds/000 ran its multi-device code
@@ -24,7 +24,7 @@ from typing import Any
 
 from d2lperf import data, experiment, mxnet_gpu, training
 from d2lperf.devices import KINDS
-from d2lperf.experiment import Skipped
+from d2lperf.errors import Skipped
 
 
 def devices(kind: str, count: int) -> list:

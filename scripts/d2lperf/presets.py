@@ -1,4 +1,5 @@
-"""A preset's entries as a section script's command-line options (DESIGN.md decision 2)."""
+"""A preset's entries as a section script's command-line options (docs/design.md,
+"Each section script is a standalone command line")."""
 
 from __future__ import annotations
 

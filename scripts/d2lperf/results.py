@@ -1,8 +1,8 @@
 """Tidy result rows, printed outputs and the JSON sidecar of one experiment run.
 
-One CSV row per measured sample (DESIGN.md decision 3); statistics are computed
-downstream from the raw rows, never stored instead of them. Files are written
-atomically so that an interrupted run never leaves half a table behind.
+One CSV row per measured sample (docs/design.md, "Tidy results, every sample kept");
+statistics are computed downstream from the raw rows, never stored instead of them. Files
+are written atomically so that an interrupted run never leaves half a table behind.
 """
 
 from __future__ import annotations
@@ -16,27 +16,26 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS, rule_name
 from d2lperf.timing import Sample
 
 COLUMNS = ("experiment", "framework", "case", "metric", "unit", "process", "repeat", "position",
            "value", "epoch", "devices")
-FRAMEWORKS = ("mxnet", "pytorch")
 
 
-def section_folder(experiment: str, framework: str = "mxnet") -> str:
-    """The folder of one section's run under results/<machine>/, named like its rule:
-    ``hybridize`` (MXNet, the documents' framework), ``hybridize_pytorch``."""
-    return experiment if framework == "mxnet" else f"{experiment}_{framework}"
+def section_folder(experiment: str, framework: str = DOCUMENTS) -> str:
+    """The folder of one section's run under results/<machine>/, named like its rule."""
+    return rule_name(experiment, framework)
 
 
 class Recorder:
     """Collects one experiment's samples, printed outputs and artifacts as it runs.
 
     ``process`` is the index of this process among the fresh processes a section
-    runs in (DESIGN.md decision 10); every row carries it.
+    runs in (docs/design.md, "Measured side by side"); every row carries it.
     """
 
-    def __init__(self, experiment: str, framework: str = "mxnet", process: int = 0) -> None:
+    def __init__(self, experiment: str, framework: str = DOCUMENTS, process: int = 0) -> None:
         if framework not in FRAMEWORKS:
             raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
         self.experiment = experiment

@@ -111,7 +111,8 @@ class Stats:
         return values
 
 
-# --- Comparisons measured side by side: hierarchical bootstrap (DESIGN.md decision 10) ---
+# --- Comparisons measured side by side: hierarchical bootstrap ----------------------------
+# (docs/design.md, "Measured side by side")
 
 Groups = Mapping[object, Sequence[float]]  # one case's samples, by the process they came from
 CONFIDENCE = 0.95

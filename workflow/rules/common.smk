@@ -12,9 +12,9 @@ from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check
 from d2lperf.blas import BlasError, find_system_blas
 from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
 from d2lperf.provenance import PINNED_THREAD_VARIABLES
-from d2lperf.results import section_folder
-from d2lperf.frameworks import FRAMEWORKS as KNOWN_FRAMEWORKS
+from d2lperf.frameworks import DOCUMENTS, REGISTRY as FRAMEWORK
 from d2lperf.frameworks import problem as framework_problem
+from d2lperf.frameworks import rule_name
 
 try:
     check_config(
@@ -41,7 +41,7 @@ except MachineIdError as error:
         f"Invalid configuration:\n{error}; set config key machine to one"
     ) from None
 # A non-default BLAS makes a variant of this machine's results, in a folder of its own
-# that the report compares with the stock one (issue: MXNet's bundled BLAS).
+# that the report compares with the stock one (docs/design.md, "Ceilings and BLAS").
 if config.get("blas", "bundled") == "system":
     try:
         SYSTEM_BLAS = str(find_system_blas(config.get("system_blas_path", "")))
@@ -106,26 +106,28 @@ if workflow.local_exec or workflow.remote_exec:
     except ConfigError as error:
         raise WorkflowError(f"Invalid configuration:\n{error}") from None
 THREADS = AVAILABLE_CORES if config["threads"] == "auto" else config["threads"]
-# The experiment environment's interpreter, and the workflow environment's (this
-# one). Under --sdm conda each rule's conda environment provides `python` instead.
+# Each framework's interpreter (the config key the framework registry names for it), and
+# the workflow environment's (this one). Under --sdm conda each rule's conda environment
+# provides `python` instead.
 USING_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-EXPERIMENT_PY = "python" if USING_CONDA else config["experiment_python"]
+INTERPRETER = {
+    name: "python" if USING_CONDA else config.get(f.interpreter_key, f.default_interpreter)
+    for name, f in FRAMEWORK.items()
+}
+CONDA_ENV = {name: f"../../{f.environment}" for name, f in FRAMEWORK.items()}
+# The documents' framework's: it also records the stock BLAS's results for a variant.
+EXPERIMENT_PY = INTERPRETER[DOCUMENTS]
+EXPERIMENT_ENV = CONDA_ENV[DOCUMENTS]
 WORKFLOW_PY = "python" if USING_CONDA else sys.executable
-EXPERIMENT_ENV = "../../envs/mxnet.yaml"
 WORKFLOW_ENV = "../../envs/workflow.yaml"
-# The frameworks whose section scripts run (issue 14): MXNet's (the documents' code) and
-# their PyTorch twins, each in its own interpreter. A BLAS variant swaps MXNet's BLAS
-# only (LD_PRELOAD): PyTorch's would be the stock run's again, so it runs MXNet alone.
+# The frameworks whose section scripts run, each in its own interpreter. A BLAS variant
+# swaps the documents' framework's BLAS only (LD_PRELOAD): any other's would be the stock
+# run's again, so it runs that framework alone.
 FRAMEWORKS = [
     f
-    for f in config.get("frameworks", list(KNOWN_FRAMEWORKS))
-    if f == "mxnet" or not SYSTEM_BLAS
+    for f in config.get("frameworks", list(FRAMEWORK))
+    if FRAMEWORK[f].blas_variant or not SYSTEM_BLAS
 ]
-TORCH_PY = (
-    "python" if USING_CONDA else config.get("torch_python", ".venv-torch/bin/python")
-)
-INTERPRETER = {"mxnet": EXPERIMENT_PY, "pytorch": TORCH_PY}
-CONDA_ENV = {"mxnet": EXPERIMENT_ENV, "pytorch": "../../envs/torch.yaml"}
 # Each framework's interpreter answers before any job runs (a cluster job's node was
 # checked by its submitter; conda builds the environments itself; a dry run runs none).
 if not (USING_CONDA or workflow.remote_exec or workflow.output_settings.dryrun):
@@ -138,7 +140,8 @@ if not (USING_CONDA or workflow.remote_exec or workflow.output_settings.dryrun):
 MACHINE_PY = INTERPRETER[FRAMEWORKS[0]]
 MACHINE_ENV = CONDA_ENV[FRAMEWORKS[0]]
 # Timing jobs take the whole of this resource, every other job one unit of it, so
-# no job ever runs beside a timing (DESIGN.md decision 5; set in the default profile).
+# no job ever runs beside a timing (docs/design.md, "Timing jobs run alone"; set in the
+# default profile).
 MACHINE_LOCK = 100
 
 # The chapter's sections, in the documents' order, and what each needs: one table,
@@ -153,22 +156,17 @@ JOBS = [
 ]
 
 
-def rule_name(section, framework):
-    """``hybridize`` (MXNet, as before the PyTorch twins), ``hybridize_pytorch``."""
-    return section if framework == "mxnet" else f"{section}_{framework}"
-
-
 def job_folder(section, framework):
-    """Where a job's raw results go: results/<machine>/<rule name>/ (section_folder)."""
-    return f"{RESULTS}/{section_folder(section, framework)}"
+    """Where a job's raw results go: results/<machine>/<rule name>/."""
+    return f"{RESULTS}/{rule_name(section, framework)}"
 
 
-def experiment_paths(section, framework="mxnet"):
+def experiment_paths(section, framework=DOCUMENTS):
     folder = job_folder(section, framework)
     return {"csv": f"{folder}/samples.csv", "sidecar": f"{folder}/run.json"}
 
 
-def experiment_outputs(section, framework="mxnet"):
+def experiment_outputs(section, framework=DOCUMENTS):
     """A section's raw results, flagged update(): Snakemake neither deletes them before a
     re-run nor on Ctrl-C (it backs them up, restores them if the job fails), and the
     scripts replace them atomically when they finish, so an interrupted re-run keeps the
@@ -191,10 +189,10 @@ def device_kind(section):
     return "cpu" if config.get("gpu_sections_on_cpu", False) else "gpu"
 
 
-def torch_device_kind(section):
-    """PyTorch queues work only on a GPU: where the machine has one, every PyTorch twin
-    runs there. Without one, the sections written for GPUs do what their MXNet twins do
-    (the CPU stand-in, or skipped with the reason); the others run on the CPU."""
+def gpu_everywhere_kind(section):
+    """A framework that queues work only on a GPU (PyTorch) runs every section there where
+    the machine has one. Without one, the sections written for GPUs do what the documents'
+    twins do (the CPU stand-in, or skipped with the reason); the others run on the CPU."""
     if gpus():
         return "gpu"
     if SECTION_TABLE.SECTIONS[section].gpus:
@@ -211,15 +209,15 @@ def section_threads(section):
     return THREADS
 
 
-def section_args(section, framework="mxnet"):
+def section_args(section, framework=DOCUMENTS):
     """Every argument a section's script gets, all explicit, all from the config."""
     options = {
         "threads": section_threads(section),
         "probe_seconds": config.get("probe_seconds", 0.2),
         **for_framework(PRESET[section], framework),
     }
-    if framework == "pytorch" and section != "ceilings":
-        options["on"] = torch_device_kind(section)
+    if FRAMEWORK[framework].gpu_everywhere:
+        options["on"] = gpu_everywhere_kind(section)
     elif SECTION_TABLE.SECTIONS[section].gpus:
         options["on"] = device_kind(section)
     if SECTION_TABLE.SECTIONS[section].data:
@@ -243,8 +241,8 @@ def blas_inputs(section):
     return {}
 
 
-def job_environment(section=None, framework="mxnet"):
-    """The environment of every MXNet job, as `env` arguments (`env {params.environment:q}`):
+def job_environment(section=None, framework=DOCUMENTS):
+    """The environment of every framework's job, as `env` arguments (`env {params.environment:q}`):
     thread counts set before the process starts (a preloaded BLAS reads them when it loads,
     before any Python runs, and Snakemake would otherwise set them to the job's `threads`),
     the configured BLAS in place of the bundled one, and unbuffered output, so that a killed
@@ -252,7 +250,7 @@ def job_environment(section=None, framework="mxnet"):
     n = section_threads(section)
     variables = [f"{name}={n}" for name in PINNED_THREAD_VARIABLES]
     variables.append("PYTHONUNBUFFERED=1")
-    preload = SYSTEM_BLAS and framework == "mxnet"
+    preload = SYSTEM_BLAS and FRAMEWORK[framework].blas_variant
     return variables + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if preload else [])
 
 

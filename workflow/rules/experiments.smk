@@ -1,5 +1,5 @@
 # One rule per section of the chapter and framework, named after it (`snakemake --forcerun
-# hybridize` for MXNet's, `hybridize_pytorch` for its PyTorch twin). Each calls
+# hybridize` for the documents' framework's, `hybridize_<framework>` for a twin). Each calls
 # scripts/sections/<framework>/<section>.py in that framework's environment with explicit
 # arguments from the preset, holds the whole machine lock while it times, and
 # records a failure instead of losing the other sections' results.
@@ -52,7 +52,7 @@ for section, framework in JOBS:
         input:
             unpack(
                 lambda wildcards, section=section, framework=framework: (
-                    blas_inputs(section) if framework == "mxnet" else {}
+                    blas_inputs(section) if FRAMEWORK[framework].blas_variant else {}
                 )
             ),
             script=f"scripts/sections/{framework}/{section}.py",
@@ -69,7 +69,7 @@ for section, framework in JOBS:
         resources:
             machine_lock=MACHINE_LOCK,
             **SECTION_TABLE.slurm_resources(
-                section, framework == "pytorch", config["threads"]
+                section, FRAMEWORK[framework].gpu_everywhere, config["threads"]
             ),
         params:
             # Bound here, while the loop is at this section: the shell line below is
