@@ -17,7 +17,7 @@ from pathlib import Path
 
 from d2lperf import provenance
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
-from d2lperf.results import write_csv, write_json
+from d2lperf.results import FORMAT_VERSION, write_csv, write_json
 
 LOG_TAIL_LINES = 60
 # Exit codes of a shell child ended by these signals (128 + n): an interruption.
@@ -50,6 +50,7 @@ def main() -> int:
     write_json(
         args.sidecar,
         {
+            "format_version": FORMAT_VERSION,
             "experiment": args.experiment,
             "framework": args.framework,
             "status": "failed",

@@ -32,7 +32,7 @@ from markupsafe import Markup, escape
 from d2lperf import provenance
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY
 from d2lperf.labels import Labels
-from d2lperf.results import read_json, section_folder
+from d2lperf.results import read_json, read_run, section_folder
 
 Row = dict[str, Any]
 FRAMEWORKS = LABELS  # display names, in column order (the framework registry's)
@@ -772,7 +772,7 @@ def render(args: argparse.Namespace) -> str:
     )
     env.filters.update(like_document=like_document, ratio=ratio)
     machine = read_json(args.machine)
-    run_list = [read_json(p) for p in args.runs]
+    run_list = [read_run(p) for p in args.runs]
     runs = {run_key(r): r for r in run_list}
     frameworks = [f for f in FRAMEWORKS if any(k[0] == f for k in runs)] + sorted(
         {k[0] for k in runs} - set(FRAMEWORKS))

@@ -40,7 +40,14 @@ from d2lperf.arguments import (  # noqa: F401  (the section scripts' command lin
 )
 from d2lperf.errors import Refused, Skipped
 from d2lperf.frameworks import REGISTRY
-from d2lperf.results import COLUMNS, Recorder, read_json, write_csv, write_json
+from d2lperf.results import (
+    COLUMNS,
+    FORMAT_VERSION,
+    Recorder,
+    read_json,
+    write_csv,
+    write_json,
+)
 
 
 def _openblas_info(path: str) -> dict[str, Any]:
@@ -118,6 +125,7 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
               body: Callable[[argparse.Namespace, Recorder], None]) -> tuple[dict, list]:
     """Run the section in this process: its run record and its rows."""
     record: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
         "experiment": experiment,
         "framework": framework,
         "parameters": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()

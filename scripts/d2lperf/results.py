@@ -12,7 +12,7 @@ import json
 import os
 import statistics
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,31 @@ from d2lperf.timing import Sample
 
 COLUMNS = ("experiment", "framework", "case", "metric", "unit", "process", "repeat", "position",
            "value", "epoch", "devices")
+
+
+# The run record's format. 1: no format_version, and a record without a framework is the
+# documents' framework's (written before there were two). 2: format_version, and the
+# framework always named. The samples.csv beside a run record has that record's format.
+FORMAT_VERSION = 2
+
+
+def migrate_run(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A run record of any format this code knows, in the current one: the one place that
+    knows the older formats, so no reader guesses at what an older record left out."""
+    version = record.get("format_version", 1)
+    if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        raise ValueError(f"run record format_version {version!r} is not one this code reads "
+                         f"(1 to {FORMAT_VERSION}); a newer format needs newer code")
+    migrated = dict(record)
+    if version < 2:
+        migrated["framework"] = record.get("framework") or DOCUMENTS
+    migrated["format_version"] = FORMAT_VERSION
+    return migrated
+
+
+def read_run(path: str | Path) -> dict[str, Any]:
+    """A run.json, in the current format whatever format it was written in."""
+    return migrate_run(read_json(path))
 
 
 def section_folder(experiment: str, framework: str = DOCUMENTS) -> str:
