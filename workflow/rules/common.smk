@@ -111,7 +111,11 @@ THREADS = AVAILABLE_CORES if config["threads"] == "auto" else config["threads"]
 # provides `python` instead.
 USING_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 INTERPRETER = {
-    name: "python" if USING_CONDA else config.get(f.interpreter_key, f.default_interpreter)
+    name: (
+        "python"
+        if USING_CONDA
+        else config.get(f.interpreter_key, f.default_interpreter)
+    )
     for name, f in FRAMEWORK.items()
 }
 CONDA_ENV = {name: f"../../{f.environment}" for name, f in FRAMEWORK.items()}
@@ -192,7 +196,8 @@ def device_kind(section):
 def gpu_everywhere_kind(section):
     """A framework that queues work only on a GPU (PyTorch) runs every section there where
     the machine has one. Without one, the sections written for GPUs do what the documents'
-    twins do (the CPU stand-in, or skipped with the reason); the others run on the CPU."""
+    twins do (the CPU stand-in, or skipped with the reason); the others run on the CPU.
+    """
     if gpus():
         return "gpu"
     if SECTION_TABLE.SECTIONS[section].gpus:

@@ -67,10 +67,10 @@ for section, framework in JOBS:
         # The whole machine lock (local runs); under SLURM, the section's own request
         # (d2lperf.sections): its node exclusively, its GPUs, time and memory.
         resources:
-            machine_lock=MACHINE_LOCK,
             **SECTION_TABLE.slurm_resources(
                 section, FRAMEWORK[framework].gpu_everywhere, config["threads"]
             ),
+            machine_lock=MACHINE_LOCK,
         params:
             # Bound here, while the loop is at this section: the shell line below is
             # formatted when the job runs, long after the loop has ended.
