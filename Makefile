@@ -31,7 +31,8 @@ $(VENV)/.installed: envs/workflow.lock.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $<
 	touch $@
 
-# The experiment environment: MXNet 1.9.1, which needs numpy < 1.24 (DESIGN.md decision 1).
+# The experiment environment: MXNet 1.9.1, which needs numpy < 1.24 (docs/design.md,
+# "One environment per framework").
 # scripts/mxnet_build.py picks the build and says why in one line: where MXNet has kernels
 # for a GPU here (compute capability 5.0-8.9, read from nvidia-smi), its CUDA 11.7 build
 # with CUDA 11's libraries from PyPI (envs/mxnet-cu117.lock.txt), linked beside
@@ -47,7 +48,7 @@ $(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt
 	@scripts/install_packages.sh "the libgfortran.so.3 inside MXNet's wheels" libquadmath0
 	sed -n 's/^\(mxnet[-a-z0-9]*\)==.*/\1/p' $(MXVENV)/requirements.txt > $@
 
-# The PyTorch environment (issue 14): torch and numpy for the sections' PyTorch twins.
+# The PyTorch environment (docs/design.md, "Two frameworks, one report"): torch and numpy for the sections' PyTorch twins.
 # Where no NVIDIA driver answers, torch's CPU build (2.13.0+cpu): first from the wheels pip
 # already knows (a wheel folder or mirror in pip's own configuration: offline), else from
 # PyTorch's CPU index, TORCH_CPU_INDEX. Where `nvidia-smi` answers, the CUDA build from
@@ -109,10 +110,10 @@ lock-torch: envs
 	  > envs/torch.lock.tmp
 	mv envs/torch.lock.tmp envs/torch.lock.txt
 
-# The commit before side-by-side measurement (issue 12) and PyTorch: bench prints its run
-# time beside this tree's. The verdicts' stability runs twice: quiet, then with one core kept
-# busy by a bounded spin the bench starts and stops; both printed side by side. Then every
-# BLAS's kernel and rate beside the machine's ceilings.
+# The commit before side-by-side measurement (docs/design.md, "Measured side by side") and
+# PyTorch: bench prints its run time beside this tree's. The verdicts' stability runs twice:
+# quiet, then with one core kept busy by a bounded spin the bench starts and stops; both
+# printed side by side. Then every BLAS's kernel and rate beside the machine's ceilings.
 BENCH_BASELINE ?= 8a3f68d
 bench: envs
 	$(VENV)/bin/python bench/pipeline_overhead.py --against $(BENCH_BASELINE)

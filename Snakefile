@@ -23,6 +23,7 @@ localrules:
     compare,
     report,
     config_used,
+    sections_table,
     archive,
 
 

@@ -43,12 +43,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from d2lperf import claims, experiment, steadiness  # noqa: E402
+from d2lperf.frameworks import REGISTRY  # noqa: E402
 from d2lperf.presets import cli_args, for_framework  # noqa: E402
+from d2lperf.sections import SECTIONS as SECTION_TABLE  # noqa: E402
 from d2lperf.tables import load_reference, load_samples, summarise_samples  # noqa: E402
 
-PYTHONS = {"mxnet": Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python")),
-           "pytorch": Path(os.environ.get("TORCH_PYTHON", REPO / ".venv-torch/bin/python"))}
-SECTIONS = ["hybridize", "async_computation", "small_ops_parallel"]
+# Each framework's interpreter: $EXPERIMENT_PYTHON, $TORCH_PYTHON (its config key, upper
+# case), else the one `make envs` builds.
+PYTHONS = {name: Path(os.environ.get(f.interpreter_key.upper(), REPO / f.default_interpreter))
+           for name, f in REGISTRY.items()}
+# The side-by-side timings that run on a CPU: the sections the A/A ratios come from.
+SECTIONS = [name for name, s in SECTION_TABLE.items() if s.plot == "timing" and not s.gpus]
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 
 

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE  # noqa: E402
+from d2lperf.frameworks import DOCUMENTS  # noqa: E402
 from d2lperf.tables import TableError, check_summary_rows, summary_schema  # noqa: E402
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "workflow/schemas"
@@ -67,7 +68,7 @@ def load(summaries: list[Path]) -> pd.DataFrame:
     for path in summaries:
         frame = pd.read_csv(path)
         # summaries from before there were two frameworks are MXNet's
-        frame["framework"] = frame.get("framework", pd.Series(dtype=str)).fillna("mxnet")
+        frame["framework"] = frame.get("framework", pd.Series(dtype=str)).fillna(DOCUMENTS)
         frame = frame[frame["median"].notna() & frame["metric"].isin(COMPARED_METRICS)]
         frame = frame.drop_duplicates(subset=CASE)  # one row per case, whatever documents
         frames.append(frame.assign(machine=path.parent.name))
@@ -128,7 +129,7 @@ def verdicts_by_machine(paths: list[Path]) -> pd.DataFrame:
     made stays one row, in the wording of the first machine that has it (this machine's,
     listed first, so the current code's)."""
     verdicts = pd.concat([pd.read_csv(v).assign(machine=v.parent.name) for v in paths])
-    verdicts["framework"] = verdicts.get("framework", pd.Series(dtype=str)).fillna("mxnet")
+    verdicts["framework"] = verdicts.get("framework", pd.Series(dtype=str)).fillna(DOCUMENTS)
     verdicts = verdicts.drop_duplicates(subset=["framework", "name", "machine"])
     key = ["framework", "name"]
     wording = verdicts.drop_duplicates(subset=key)[[*key, "claim"]]

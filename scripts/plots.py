@@ -21,7 +21,9 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY  # noqa: E402
 from d2lperf.labels import Labels  # noqa: E402
+from d2lperf.sections import SECTIONS  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
 # An SVG's date and id seeds change every render; pin them so unchanged data
@@ -29,13 +31,11 @@ plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
 plt.rcParams["svg.hashsalt"] = "d2l-perf"
 METADATA = {"Date": None}
 DOCUMENT = "#9a9a9a"
-COLOURS = {"mxnet": "#1f5fa8", "pytorch": "#c0470c"}  # as the report's overview
-NAMES = {"mxnet": "MXNet", "pytorch": "PyTorch"}
-MARKERS = {"mxnet": "o", "pytorch": "s"}
+COLOURS = {name: f.colour for name, f in REGISTRY.items()}  # as the report's overview
+NAMES = LABELS
+MARKERS = {name: f.marker for name, f in REGISTRY.items()}
 NUMERIC = ("median", "q1", "q3", "document_value", "epoch")
 LABELS_CSV = Path("report/labels.csv")
-# Not forward passes: compile times stay in the section's table, off the timing plot.
-OFF_THE_PLOT = {"hybridize": ("jit_script_compile", "torch_compile_cold", "torch_compile_warm")}
 
 
 def save(fig, out: Path) -> None:
@@ -53,7 +53,7 @@ def nothing_to_show(out: Path, title: str, why: str) -> None:
 
 def frameworks_of(frame: pd.DataFrame) -> list[str]:
     found = set(frame["framework"].dropna()) if "framework" in frame else set()
-    return [f for f in NAMES if f in found] + sorted(found - set(NAMES)) or ["mxnet"]
+    return [f for f in NAMES if f in found] + sorted(found - set(NAMES)) or [DOCUMENTS]
 
 
 def label_of(row: pd.Series, labels: Labels, width: int = 32) -> str:
@@ -153,10 +153,9 @@ def batch_number(cases: pd.Series) -> pd.Series:
     return cases.str.rsplit("_", n=1).str[-1].astype(int)
 
 
-def async_memory(summary: pd.DataFrame, out: Path) -> None:
+def async_memory(summary: pd.DataFrame, title: str, out: Path) -> None:
     """Elapsed time at each reported batch, per mode and framework; the memory
     increases, per case and framework, beside the document's."""
-    title = "Memory impact of asynchronous computation"
     if summary.dropna(subset=["median"]).empty:
         nothing_to_show(out, title, "no measurements")
         return
@@ -205,33 +204,28 @@ def async_memory(summary: pd.DataFrame, out: Path) -> None:
 
 def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path,
          labels: Labels) -> None:
-    titles = {
-        "hybridize": "MLP forward passes before and after hybridize()",
-        "async_computation": "Asynchronous computation",
-        "auto_parallelism": "Automatic parallelism: CPU and GPU, compute and copy",
-        "small_ops_parallel": "Two small random draws, separately and together",
-    }
-    if experiment == "async_memory":
-        async_memory(summary, out)
-    elif experiment.startswith("multi_gpu"):
-        training_curves(summary, {"multi_gpu_scratch": "LeNet from scratch, 1 vs 2 devices",
-                                  "multi_gpu_gluon": "ResNet-18, 1 vs 2 devices"}
-                        [experiment], out)
-    elif experiment == "ceilings":
+    """The section's plot, of the kind and with the title the table of sections gives it
+    (a section not in the table: a timing plot under its name)."""
+    entry = SECTIONS.get(experiment)
+    kind, title = (entry.plot, entry.plot_title) if entry else ("timing", experiment)
+    if kind == "memory":
+        async_memory(summary, title, out)
+    elif kind == "training":
+        training_curves(summary, title, out)
+    elif kind == "rates":
         timing_bars(summary[summary["metric"] == "rate"], samples[samples["metric"] == "rate"],
-                    "Machine ceilings (GFLOP/s for dot, GB/s for copies)", out, labels,
-                    unit="rate")
+                    title, out, labels, unit="rate")
     else:
-        timing = summary[(summary["metric"] == "time")
-                         & ~summary["case"].isin(OFF_THE_PLOT.get(experiment, ()))]
-        timing_bars(timing, samples, titles.get(experiment, experiment), out, labels)
+        off = entry.off_the_plot if entry else ()
+        timing = summary[(summary["metric"] == "time") & ~summary["case"].isin(off)]
+        timing_bars(timing, samples, title, out, labels)
 
 
 def with_framework(frame: pd.DataFrame) -> pd.DataFrame:
-    """Tables written before there were two frameworks are MXNet's."""
+    """Tables written before there were two frameworks are the documents' framework's."""
     if "framework" not in frame:
-        return frame.assign(framework="mxnet")
-    return frame.assign(framework=frame["framework"].replace("", "mxnet").fillna("mxnet"))
+        return frame.assign(framework=DOCUMENTS)
+    return frame.assign(framework=frame["framework"].replace("", DOCUMENTS).fillna(DOCUMENTS))
 
 
 def main() -> int:

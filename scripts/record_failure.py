@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from d2lperf import provenance
-from d2lperf.results import FRAMEWORKS, write_csv, write_json
+from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
+from d2lperf.results import FORMAT_VERSION, write_csv, write_json
 
 LOG_TAIL_LINES = 60
 # Exit codes of a shell child ended by these signals (128 + n): an interruption.
@@ -34,7 +35,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--experiment", required=True)
-    p.add_argument("--framework", choices=FRAMEWORKS, default="mxnet")
+    p.add_argument("--framework", choices=FRAMEWORKS, default=DOCUMENTS)
     p.add_argument("--exit-code", type=int, required=True)
     p.add_argument("--log", required=True, type=Path)
     p.add_argument("--csv", required=True)
@@ -49,6 +50,7 @@ def main() -> int:
     write_json(
         args.sidecar,
         {
+            "format_version": FORMAT_VERSION,
             "experiment": args.experiment,
             "framework": args.framework,
             "status": "failed",

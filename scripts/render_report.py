@@ -2,8 +2,9 @@
 
 Reads machine.json, summary.csv, outputs.csv, verdicts.csv, each section's run.json
 (one per framework that ran it) and the plots; the documents' figures come from
-summary.csv and outputs.csv, which took them from report/reference.csv. Beside
-report/sections.csv lie the report's own tables: labels.csv (human labels of the cases
+summary.csv and outputs.csv, which took them from report/reference.csv; the sections'
+order and headings from sections.csv (written from the table of sections, d2lperf.sections).
+In report/ lie the report's own tables: labels.csv (human labels of the cases
 the documents did not print) and claims.csv (each claim's short name, how its ratio
 reads in words, which of the documents' figures give the document's own ratio, and
 whose figures to prefer where two documents printed one).
@@ -34,13 +35,15 @@ from markupsafe import Markup, escape
 from d2lperf import claims, provenance, stages, workloads
 from d2lperf.archive import kept_refusals
 from d2lperf.blas import CORE_BITS, narrow_kernels
+from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY
 from d2lperf.labels import Labels
-from d2lperf.results import read_json, section_folder
+from d2lperf.results import migrate_run, read_json, section_folder
 from d2lperf.workloads import AT_LIMIT
 
 Row = dict[str, Any]
-FRAMEWORKS = {"mxnet": "MXNet", "pytorch": "PyTorch"}  # display names, in column order
-DEFAULT_FRAMEWORK = "mxnet"  # run records written before there were two frameworks
+FRAMEWORKS = LABELS  # display names, in column order (the framework registry's)
+DEFAULT_FRAMEWORK = DOCUMENTS  # run records written before there were two frameworks
+REPORT_FOLDER = Path(__file__).resolve().parents[1] / "report"  # labels.csv, claims.csv
 RAN = ("ok", "failed")  # statuses of a section that did something worth showing
 CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, names)
     ("Identical work (A/A)", ("aa_hybridize", "aa_small_ops")),
@@ -321,7 +324,8 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
             shown = "failed" if run and run.get("status") == "failed" else shown
         if v["verdict"] == "not applicable here":  # the reason, then what was measured
             effect = f"{v['evidence']}; measured: {effect or v.get('finding') or '–'}"
-        row["by"][framework] = {"verdict": shown, "effect": effect,
+        line, more = first_screen_words(v["verdict"], meta["form"], effect)
+        row["by"][framework] = {"verdict": shown, "effect": effect, "line": line, "more": more,
                                 "evidence": evidence_words(v, case_words),
                                 "finding": evidence_words({"evidence": v.get("finding")},
                                                           case_words),
@@ -341,6 +345,19 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
         if len(set(row["rules"].values())) > 1:  # a twin judged its own way (accuracy)
             row["rule"] = "; ".join(f"{name}: {rule}" for name, rule in row["rules"].items())
     return list(rows.values())
+
+
+def first_screen_words(verdict: str, form: str, effect: str) -> tuple[str, str]:
+    """A claim cell's words split for the first screen: a short line under the verdict and
+    the longer rest, folded under it, so that every verdict of every claim fits one screen.
+    A claim that does not apply here folds its reason and what was measured anyway; the
+    outputs claim shows its count and folds what it left uncompared."""
+    if verdict == "not applicable here":
+        return "", effect
+    if form == "outputs" and "; " in effect:
+        line, more = effect.split("; ", 1)
+        return line, more
+    return effect, ""
 
 
 def chance_line(claims: list[Row]) -> Row:
@@ -401,7 +418,7 @@ def check_lines(verdicts: list[Row], frameworks: list[str],
 
 OVERVIEW = {"width": 960, "label": 430, "right": 20, "row": 14, "group": 21, "top": 34,
             "bottom": 40}
-MARKS = {"mxnet": ("circle", "#1f5fa8"), "pytorch": ("diamond", "#c0470c")}
+MARKS = {name: (f.shape, f.colour) for name, f in REGISTRY.items()}
 
 
 def overview_rows(figures: list[Row], frameworks: list[str]) -> list[Row]:
@@ -727,6 +744,11 @@ def torch_stack(machine: Row, runs: Iterable[Row]) -> dict[str, str] | None:
     return rows
 
 
+# Each framework's software stack for the report's machine table, by the run record's key
+# of its build (the registry's package name).
+STACKS = {"mxnet": mxnet_stack, "torch": torch_stack}
+
+
 def share_text(cell: Row) -> str:
     """A rate's share of the machine's best ceiling, naming which ceiling it is of."""
     kernel = f" ({cell['ceiling_kernel']})" if cell.get("ceiling_kernel") else ""
@@ -771,7 +793,7 @@ def forced_kernel_ratios(comparison_csv: Path | None, machine_id: str) -> list[s
         return []
     table = pd.read_csv(comparison_csv)
     if "framework" not in table:
-        table = table.assign(framework=DEFAULT_FRAMEWORK)
+        table = table.assign(framework=DOCUMENTS)
     dots = table[(table["framework"] == "mxnet") & (table["experiment"] == "ceilings")
                  & (table["metric"] == "rate") & table["case"].str.startswith("mxnet_dot_")]
     stock = machine_id.split("--")[0]
@@ -790,10 +812,11 @@ def forced_kernel_ratios(comparison_csv: Path | None, machine_id: str) -> list[s
 
 
 def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Row],
-                forced: list[str] | None = None) -> str | None:
+                forced: list[str] | None = None) -> Row | None:
     """One line for the first screen when an OpenBLAS here runs a kernel narrower than the
-    CPU's vectors (Prescott's 128 bits on an AVX-512 CPU): what it costs MXNet's dot here,
-    measured against the machine's best, and the fix."""
+    CPU's vectors (Prescott's 128 bits on an AVX-512 CPU) and, folded under it, what it
+    costs MXNet's dot here, measured against the machine's best, and the fix: the line
+    is short so that the claims' verdicts still fit the first screen."""
     bits = ((machine.get("cpu") or {}).get("vector") or {}).get("bits")
     mxnet = (machine.get("software") or {}).get("mxnet") or next(
         (r["mxnet"] for (f, _), r in runs.items() if f == "mxnet" and (r or {}).get("mxnet")),
@@ -817,16 +840,20 @@ def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Ro
                 and "cuda" not in str(r.get("devices")):
             best = (r["ceiling_case"], r["ceiling"])
     dots = [rate for case, rate in ceilings.items() if case.startswith("mxnet_dot_")]
-    cost = ""
+    cost = share = ""
     if best and dots:
+        share = f": MXNet's dot at {100 * max(dots) / best[1]:.0f}% of the machine's best"
         cost = (f": MXNet's dot reaches {max(dots):.0f} GFLOP/s, {100 * max(dots) / best[1]:.0f}% "
                 f"of the machine's best ({best[0]}, {best[1]:.0f} GFLOP/s)")
     instructions = (machine.get("cpu") or {}).get("vector", {}).get("instructions", "")
-    return (f"{names} on this {bits}-bit {instructions} CPU{cost}; fix: --config "
+    widths = " and ".join(sorted({f"{lib['kernel_bits']}-bit" for lib in narrow}))
+    line = f"OpenBLAS runs a {widths} kernel on this {bits}-bit {instructions} CPU{share}"
+    return {"line": line, "text": (
+            f"{names} on this {bits}-bit {instructions} CPU{cost}; fix: --config "
             f"blas_coretype=<kernel> runs a forced kernel (SkylakeX for AVX-512 where the "
             f"OpenBLAS has it, Haswell for AVX2) as a variant of its own, checked against "
             f"float64 before any timing; make bench measures each"
-            + (f". Forced here: {'; '.join(forced)}" if forced else ""))
+            + (f". Forced here: {'; '.join(forced)}" if forced else ""))}
 
 
 def job_figures(paths: list[Path]) -> dict[str, dict[str, Any]]:
@@ -858,7 +885,7 @@ def comparison(args: argparse.Namespace, claims_table: dict[str, Row]) -> dict[s
         return None
     table = pd.read_csv(args.comparison)
     if "framework" not in table:
-        table = table.assign(framework=DEFAULT_FRAMEWORK)
+        table = table.assign(framework=DOCUMENTS)
     table = table[table["epoch"].isna()]  # per-epoch rows stay in each machine's report
     speedups = table.dropna(subset=["speedup"])
     baseline = speedups[speedups["speedup"] == 1.0]["machine"].mode()
@@ -906,12 +933,13 @@ def render(args: argparse.Namespace) -> str:
     )
     env.filters.update(like_document=like_document, ratio=ratio)
     machine = read_json(args.machine)
-    run_list = [read_json(p) for p in args.runs]
+    # checked by summarise already (results.read_run); here only brought to today's format
+    run_list = [migrate_run(read_json(p)) for p in args.runs]
     runs = {run_key(r): r for r in run_list}
     frameworks = [f for f in FRAMEWORKS if any(k[0] == f for k in runs)] + sorted(
         {k[0] for k in runs} - set(FRAMEWORKS))
     titles = {r["experiment"]: r for r in records(args.sections)}
-    report_folder = args.sections.parent
+    report_folder = REPORT_FOLDER
     labels = Labels.read(args.labels or report_folder / "labels.csv")
     claims_table = {r["name"]: r for r in read_table(args.claims or report_folder / "claims.csv")}
     summary = records(args.summary)
@@ -927,8 +955,8 @@ def render(args: argparse.Namespace) -> str:
     sections = sections_view(args, runs, frameworks, figures,
                              outputs_side_by_side(outputs, frameworks, labels), claims,
                              titles)
-    stacks = {"MXNet": mxnet_stack(machine, (r for k, r in runs.items() if k[0] == "mxnet")),
-              "PyTorch": torch_stack(machine, (r for k, r in runs.items() if k[0] == "pytorch"))}
+    stacks = {f.label: STACKS[f.package](machine, (r for k, r in runs.items() if k[0] == name))
+              for name, f in REGISTRY.items() if f.package in STACKS}
     return env.get_template(template.name).render(
         machine=machine,
         machine_rows={**machine_rows(machine),
@@ -979,13 +1007,14 @@ def main() -> int:
     p.add_argument("--benchmarks", type=Path, nargs="*", default=[],
                    help="Snakemake benchmark files of the experiment jobs")
     p.add_argument("--sections", required=True, type=Path,
-                   help="report/sections.csv: each experiment's heading in the documents")
+                   help="sections.csv (the rule sections_table writes it): each section's "
+                        "heading in the documents, in the report's order")
     p.add_argument("--labels", type=Path,
                    help="labels of the cases the documents did not print "
-                        "(default: labels.csv beside --sections)")
+                        "(default: report/labels.csv)")
     p.add_argument("--claims", type=Path,
                    help="each claim's short name and document ratio "
-                        "(default: claims.csv beside --sections)")
+                        "(default: report/claims.csv)")
     p.add_argument("--comparison", type=Path, help="comparison.csv (other machines present)")
     p.add_argument("--comparison-verdicts", type=Path, help="verdicts_by_machine.csv")
     p.add_argument("--comparison-plot", type=Path, help="plots/comparison.svg")

@@ -130,4 +130,6 @@ def samples_by_case(rows: list[dict[str, str]]) -> dict[str, list[float]]:
 
 
 # What a section's run record holds beyond its own options when it ran in one process.
-SINGLE_PROCESS = {"processes": 1, "seed": 0, "probe_seconds": 0.2}
+# (the stages' budget and band are there too: a single process has no further stage)
+SINGLE_PROCESS = {"processes": 1, "seed": 0, "probe_seconds": 0.2, "budget_seconds": 180.0,
+                  "band": 0.05}

@@ -25,9 +25,9 @@ from conftest import (
     crashing_python,
     snakemake,
 )
+from d2lperf import sections as section_table
 
-SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",
-            "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon", "ceilings"]
+SECTIONS = section_table.names()
 
 
 def digest(path: Path) -> str:

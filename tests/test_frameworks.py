@@ -6,6 +6,7 @@ from __future__ import annotations
 import stat
 import sys
 
+from conftest import REPO
 from d2lperf import frameworks
 
 
@@ -53,3 +54,37 @@ def test_a_file_that_cannot_run_is_named(tmp_path):
     path.write_text("not a program")  # no execute bit
     message = frameworks.problem("pytorch", path)
     assert "cannot run it" in message
+
+
+# What every framework's module of d2lperf offers the section scripts and the harness.
+MODULE_INTERFACE = {"devices", "gpu_count", "names", "prepare", "warm_up", "load_fashion_mnist",
+                    "load_data", "evaluate_accuracy", "build_info", "execution"}
+
+
+def test_every_registered_framework_is_complete():
+    """A framework is its entry, its scripts folder, its environment and lock, and a module
+    with the shared interface (read from its source: importing it needs the framework)."""
+    import ast
+
+    assert frameworks.FRAMEWORKS[0] == frameworks.DOCUMENTS
+    for name, entry in frameworks.REGISTRY.items():
+        assert (REPO / "scripts/sections" / name).is_dir(), name
+        assert (REPO / entry.environment).is_file(), entry.environment
+        assert (REPO / entry.lock).is_file(), entry.lock
+        source = REPO / "scripts" / (entry.module.replace(".", "/") + ".py")
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert MODULE_INTERFACE <= defined, (name, sorted(MODULE_INTERFACE - defined))
+    assert sorted(p.name for p in (REPO / "scripts/sections").iterdir() if p.is_dir()
+                  and not p.name.startswith("_")) == sorted(frameworks.FRAMEWORKS)
+
+
+def test_rule_names_carry_the_framework_except_the_documents():
+    assert frameworks.rule_name("hybridize") == "hybridize"
+    assert frameworks.rule_name("hybridize", "pytorch") == "hybridize_pytorch"
+
+
+def test_version_problem_only_where_the_registry_sets_a_minimum():
+    assert frameworks.version_problem("mxnet", "0.1") is None
+    assert "torch 2.0.1 is too old" in frameworks.version_problem("pytorch", "2.0.1")
+    assert "not a torch version" in frameworks.version_problem("pytorch", "unknown")

@@ -16,7 +16,7 @@ from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow
 from d2lperf import data
 
 LIMIT = 60 * 1024 * 1024
-# What the GPU machines this project is checked on have already (issue 14, item 5).
+# What the GPU machines this project is checked on have already (their Python packages).
 MACHINE_PACKAGES = ("numpy", "pandas", "matplotlib", "Jinja2")
 
 

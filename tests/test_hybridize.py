@@ -13,6 +13,8 @@ def hybridize_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("hybridize")
     done = run_script(experiment_python, "sections/mxnet/hybridize.py", "--forward-passes",
                       "20", "--warmup", "1", "--repeats", "2", "--processes", "2",
+                      # one stage: these tests are about fresh processes (test_stages: stages)
+                      "--budget-seconds", "0.01",
                       "--threads", "1", "--probe-seconds", "0.02",
                       "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json"),
                       "--export-dir", str(out / "model"))
@@ -64,7 +66,7 @@ def test_run_record_says_how_it_ran(hybridize_run):
     assert run["status"] == "ok"
     assert run["parameters"] == {"threads": 1, "warmup": 1, "repeats": 2, "forward_passes": 20,
                                  "export_dir": str(out / "model"), "processes": 2, "seed": 0,
-                                 "probe_seconds": 0.02}
+                                 "probe_seconds": 0.02, "budget_seconds": 0.01, "band": 0.05}
     assert [p["status"] for p in run["processes"]] == ["ok", "ok"]
     assert len({p["pid"] for p in run["processes"]}) == 2  # fresh processes
     steady = run["steadiness"]

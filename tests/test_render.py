@@ -17,6 +17,7 @@ from markupsafe import escape
 
 from conftest import REPO
 from d2lperf import claims as claims_module
+from d2lperf import sections as section_table
 from d2lperf.labels import Labels
 
 SUMMARY_COLUMNS = ["document", "variant", "section", "framework", "experiment", "case",
@@ -139,7 +140,7 @@ def tables(tmp: Path, frameworks=("mxnet", "pytorch")) -> argparse.Namespace:
         summary=write_csv(tmp / "summary.csv", SUMMARY_COLUMNS, summary),
         outputs=write_csv(tmp / "outputs.csv", OUTPUT_COLUMNS, outputs),
         verdicts=write_csv(tmp / "verdicts.csv", VERDICT_COLUMNS, verdicts),
-        runs=runs, plots=[plot], benchmarks=[], sections=REPO / "report/sections.csv",
+        runs=runs, plots=[plot], benchmarks=[], sections=sections_csv(tmp),
         labels=None, claims=None, comparison=None, comparison_verdicts=None,
         comparison_plot=None, template=REPO / "report/templates/report.html.j2",
         preset="documents", out=tmp / "report.html")
@@ -306,9 +307,15 @@ def test_every_claim_has_a_row_in_claims_csv():
             assert f",{case}," in reference, (row["name"], case)
 
 
+def sections_csv(folder: Path) -> Path:
+    """The sections' order and headings, as the rule sections_table writes them."""
+    path = folder / "sections.csv"
+    section_table.write_csv(path)
+    return path
+
+
 def test_labels_csv_names_known_sections():
-    with open(REPO / "report/sections.csv", newline="", encoding="utf-8") as handle:
-        sections = {r["experiment"] for r in csv.DictReader(handle)}
+    sections = set(section_table.names())
     labels = Labels.read(REPO / "report/labels.csv")
     assert {r["experiment"] for r in labels.rows} <= sections
 

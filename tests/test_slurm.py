@@ -21,20 +21,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from hang_guard import run_until_quiet
 
 from conftest import CI_CONFIG, CI_MACHINE, REPO, SNAKEMAKE, copy_workflow
 
 START = REPO / "scripts/slurm/start.sh"
 STOP = REPO / "scripts/slurm/stop.sh"
-PROFILE = "workflow/profiles/slurm/config.yaml"
-# GPUs each section was written for (SECTIONS in workflow/rules/common.smk).
+# GPUs each section was written for (the table of sections).
 SECTION_GPUS = {"hybridize": 0, "async_computation": 0, "async_memory": 0, "auto_parallelism": 1,
                 "small_ops_parallel": 0, "multi_gpu_scratch": 2, "multi_gpu_gluon": 2,
                 "ceilings": 0}
 # The PyTorch twins' rules: on a GPU node each runs on a GPU, so each asks for one at least.
 TWIN_GPUS = {f"{section}_pytorch": max(gpus, 1) for section, gpus in SECTION_GPUS.items()}
+TIMING_MINUTES = {"multi_gpu_scratch": 60, "multi_gpu_gluon": 120}  # the others: 30
+TIMING_MB = {"multi_gpu_gluon": 16000}  # the others: 8000
 TIMING_RULES = {**SECTION_GPUS, **TWIN_GPUS}
 # Rules that run a framework on the compute nodes; everything else is a localrule.
 CLUSTER_RULES = {*TIMING_RULES, "machine_info"}
@@ -233,11 +233,33 @@ def test_no_two_timing_jobs_overlapped(slurm_run):
         assert start >= end, f"{after} started at {start}, before {before} finished at {end}"
 
 
-def test_each_job_got_what_the_profile_asks_for(slurm_run):
+def asked_for(rule: str) -> dict:
+    """What a rule asks SLURM for, as the table of sections says, written out here."""
+    if rule in TIMING_RULES:
+        section = rule.removesuffix("_pytorch")
+        wanted = {"cpus_per_task": 2, "runtime": TIMING_MINUTES.get(section, 30),
+                  "mem_mb": TIMING_MB.get(section, 8000), "slurm_extra": "'--exclusive'"}
+        return {**wanted, "gpu": TIMING_RULES[rule]} if TIMING_RULES[rule] else wanted
+    return {"machine_info": {"cpus_per_task": 1, "mem_mb": 2000, "runtime": 10, "gpu": 2},
+            "blas_reference": {"cpus_per_task": 2, "mem_mb": 4000, "runtime": 10}}[rule]
+
+
+def test_the_table_asks_what_the_cluster_expects():
+    """The table of sections gives each rule the resources written out above."""
+    from d2lperf import sections
+
+    for rule in TIMING_RULES:
+        section = rule.removesuffix("_pytorch")
+        assert sections.slurm_resources(section, rule != section, "auto") == asked_for(rule)
+    for rule, wanted in sections.OTHER_JOBS.items():
+        assert wanted == asked_for(rule), rule
+    assert sections.slurm_resources("hybridize", False, 8)["cpus_per_task"] == 8
+
+
+def test_each_job_got_what_the_table_asks_for(slurm_run):
     _, _, jobs = slurm_run
-    asked = yaml.safe_load((REPO / PROFILE).read_text())["set-resources"]
     for rule, job in jobs.items():
-        wanted = asked[rule]
+        wanted = asked_for(rule)
         assert minutes(job["TimeLimit"]) == wanted["runtime"], rule
         assert job["MinMemoryNode"] == f"{wanted['mem_mb']}M", rule
         assert int(job["CPUs/Task"]) == wanted["cpus_per_task"], rule
@@ -245,9 +267,6 @@ def test_each_job_got_what_the_profile_asks_for(slurm_run):
         assert (int(gpus.group(1)) if gpus else 0) == wanted.get("gpu", 0), rule
         # SLURM's OverSubscribe=NO: the job has its node to itself (sbatch --exclusive)
         assert (job["OverSubscribe"] == "NO") == (rule in TIMING_RULES), rule
-    for section, gpus in TIMING_RULES.items():
-        assert asked[section].get("gpu", 0) == gpus, section
-        assert "--exclusive" in asked[section]["slurm_extra"], section
 
 
 def bad_run(work: Path, env: dict, target: str, *args: str):
@@ -263,12 +282,9 @@ def bad_run(work: Path, env: dict, target: str, *args: str):
 def test_more_gpus_than_a_node_has_fails_with_slurms_message(slurm, tmp_path, experiment_python):
     """multi_gpu_gluon asking for 3 GPUs where the nodes (like the sections) have 2."""
     work = copy_workflow(tmp_path / "wf")
-    profile = work / PROFILE
-    asked = yaml.safe_load(profile.read_text())
-    asked["set-resources"]["multi_gpu_gluon"]["gpu"] = 3
-    profile.write_text(yaml.safe_dump(asked))
     stderr = bad_run(work, slurm, f"results/{CI_MACHINE}/multi_gpu_gluon/run.json",
-                     *CI_CONFIG, f"experiment_python={experiment_python}")
+                     "--set-resources", "multi_gpu_gluon:gpu=3", *CI_CONFIG,
+                     f"experiment_python={experiment_python}")
     assert "Requested node configuration is not available" in stderr, stderr[-3000:]
 
 

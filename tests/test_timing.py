@@ -1,6 +1,6 @@
 import pytest
 
-from d2lperf.timing import Stopwatch, measure, measure_steps
+from d2lperf.timing import Stopwatch, measure
 
 
 class Trace:
@@ -49,20 +49,6 @@ def test_every_raw_sample_is_kept():
 def test_rejects_bad_counts(warmup, repeats):
     with pytest.raises(ValueError):
         measure(lambda: None, lambda: None, warmup=warmup, repeats=repeats)
-
-
-def test_steps_are_timed_separately_and_settled_after_each_repeat():
-    t = Trace()
-    samples = measure_steps({"queued": t.work, "finished": t.sync}, t.sync,
-                            warmup=1, repeats=2, clock=t.clock)
-    assert samples == {"queued": [1.0, 1.0], "finished": [10.0, 10.0]}
-    assert t.events[:3] == ["work", "sync", "sync"]  # warm-up: steps, then settle
-    assert t.events[3:] == ["clock", "work", "clock", "sync", "clock", "sync"] * 2
-
-
-def test_steps_reject_bad_counts():
-    with pytest.raises(ValueError):
-        measure_steps({"a": lambda: None}, lambda: None, warmup=0, repeats=0)
 
 
 def test_stopwatch_syncs_before_it_stops():

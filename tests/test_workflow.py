@@ -17,10 +17,11 @@ from conftest import (
     crashing_python,
     snakemake,
 )
+from d2lperf import sections as section_table
+from d2lperf.results import FORMAT_VERSION
 from d2lperf.tables import load_reference, load_samples
 
-SECTIONS = ["hybridize", "async_computation", "async_memory", "auto_parallelism",
-            "small_ops_parallel", "multi_gpu_scratch", "multi_gpu_gluon"]
+SECTIONS = [s for s in section_table.names() if section_table.SECTIONS[s].has("pytorch")]
 
 
 def test_every_section_ran_and_its_samples_match_the_schema(ci_run):
@@ -31,6 +32,7 @@ def test_every_section_ran_and_its_samples_match_the_schema(ci_run):
             run = json.loads((folder / "run.json").read_text())
             assert run["status"] == "ok", (section, framework, run.get("log_tail"))
             assert run["framework"] == framework
+            assert run["format_version"] == FORMAT_VERSION
             frame = load_samples(folder / "samples.csv",
                                  REPO / "workflow/schemas/samples.schema.yaml")
             assert len(frame) > 0, (section, framework)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -151,7 +152,7 @@ def loaded_blas() -> list[dict[str, Any]]:
 
 def check_blas(reference: Path, record: dict[str, Any]) -> None:
     """Refuse to time on a BLAS whose dot differs from the stock one's."""
-    from d2lperf.experiment import Refused
+    from d2lperf.errors import Refused
 
     error = max_relative_error(reference)
     record["blas_check"] = {"max_relative_error": error, "tolerance": REFERENCE_RTOL,
@@ -306,13 +307,25 @@ def multiply_for(library: str, dtype: str = "float32") -> Callable[[Any, Any], A
     raise ValueError(f"no matrix product known for {library!r}")
 
 
+def blas_in_use(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The BLAS MXNet's dot runs on: the one in MXNet's package unless another was preloaded."""
+    import mxnet as mx
+
+    package = str(Path(mx.__file__).parent)
+    preloaded = {os.path.realpath(p) for p in os.environ.get("LD_PRELOAD", "").replace(
+        ":", " ").split()}
+    for lib in libraries:
+        if os.path.realpath(lib["path"]) in preloaded:
+            return lib
+    return next((lib for lib in libraries if lib["path"].startswith(package)),
+                libraries[0] if libraries else None)
+
+
 def library_blas(library: str, loaded: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The loaded BLAS a library computes with (MXNet's own or a preloaded one; numpy's
     from numpy.libs or scipy_openblas)."""
     loaded = loaded_blas() if loaded is None else loaded
     if library == "mxnet":
-        from d2lperf.mxnet import blas_in_use
-
         return blas_in_use(loaded) or {}
     others = [x for x in loaded if Path(x["path"]).parent.name != "mxnet"]
     return next((x for x in others if "numpy" in x["path"] or "scipy_openblas" in x["path"]),
@@ -323,9 +336,10 @@ def kernel_of(library: str) -> str:
     """The library and kernel a product runs on, in words: OpenBLAS's version and core
     name, or torch's BLAS_INFO (mkl in the x86 wheels)."""
     if library == "pytorch":
-        from d2lperf import torch as d2l_torch
+        import torch  # its build settings name the BLAS (BLAS_INFO=mkl in the x86 wheels)
 
-        return f"torch {d2l_torch.build_info().get('blas') or 'unknown BLAS'}"
+        found = re.search(r"BLAS_INFO=([\w.+-]+)", torch.__config__.show())
+        return f"torch {found.group(1) if found else 'unknown BLAS'}"
     lib = library_blas(library)
     if lib.get("core"):
         version = " ".join((lib.get("config") or "OpenBLAS").split(" ")[:2])
@@ -341,7 +355,7 @@ def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
     Where OPENBLAS_CORETYPE forces a kernel, a child process runs the products first, so
     that a kernel that crashes on this CPU is refused with the reason instead of killing
     the section. ``products``: stand-ins (a test's wrong BLAS) for the real ones."""
-    from d2lperf.experiment import Refused
+    from d2lperf.errors import Refused
 
     environment = blas_environment()
     forced = environment.get("OPENBLAS_CORETYPE")

@@ -2,12 +2,13 @@
 
 Every "A is faster than B" claim is decided on the ratio of the two cases' medians, with
 a 95% interval from the spread between processes (``stats.ratio_interval``), against a
-practical band of 1 +- ``band``: the claimed side is faster when the whole interval
-lies below the band, slower when above, "no meaningful difference" when inside,
-inconclusive otherwise. Overlap claims are decided the same way on "together / (a + b)"
-and on the hidden share. A decisive verdict then has to pass Holm's correction over the
-framework's claims judged on an interval (``holm``): with about ten claims at 95% each,
-one in five runs would otherwise carry a verdict that chance alone decided.
+practical band of 1 +- ``band`` (docs/design.md, "Measured side by side"): the claimed
+side is faster when the whole interval lies below the band, slower when above, "no
+meaningful difference" when inside, inconclusive otherwise. Overlap claims are decided
+the same way on "together / (a + b)" and on the hidden share. A decisive verdict then has
+to pass Holm's correction over the framework's claims judged on an interval (``holm``):
+with about ten claims at 95% each, one in five runs would otherwise carry a verdict that
+chance alone decided.
 
 A section measured in stages (``d2lperf.stages``) looked at its data up to three times
 and stopped at the first look that decided: its intervals here are at the confidence

@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from d2lperf import data
+from d2lperf import data, frameworks, sections
 from d2lperf.machine import MachineIdError, check_machine_id
 
 # One training run per entry: devices[i] devices, batch_sizes[i], learning_rates[i].
@@ -48,9 +48,23 @@ def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
     return f"config key {where} = {error.instance!r}: {error.message}"
 
 
+def load_schema(schema_path: str | Path) -> dict[str, Any]:
+    """The config schema: the file's, with what a preset holds filled in from the table of
+    sections, so that a section added there is required and checked in every preset, and
+    the frameworks allowed and their interpreters' keys from the framework registry."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema["$defs"]["preset"] = sections.preset_schema()
+    schema["properties"]["frameworks"]["items"] = {"enum": frameworks.names()}
+    for entry in frameworks.REGISTRY.values():
+        schema["properties"].setdefault(entry.interpreter_key, {
+            "type": "string", "minLength": 1,
+            "description": f"interpreter with {entry.package} for the {entry.label} sections"})
+    return schema
+
+
 def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
     """Raise ConfigError naming the first wrong key, or the unknown preset."""
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema = load_schema(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
     if errors:

@@ -1,4 +1,5 @@
-"""Fashion-MNIST, offline first (DESIGN.md decision 8), loaded as the documents load it.
+"""Fashion-MNIST, offline first, loaded as the documents load it (docs/design.md,
+"Data offline first").
 
 Looked up in order: a configured folder, MXNet's cache (~/.mxnet/datasets/fashion-mnist),
 Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist); only then

@@ -1,5 +1,5 @@
 """The ``--on`` option of the sections written for GPUs, in every framework: the GPUs,
-or CPU stand-ins (DESIGN.md decision 7). Which devices that gives is each framework's
+or CPU stand-ins (docs/design.md, "GPUs when present"). Which devices that gives is each framework's
 own: ``d2lperf.mxnet.devices``, ``d2lperf.torch.devices``.
 """
 

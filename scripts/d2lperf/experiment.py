@@ -9,7 +9,7 @@ traceback in the log, and the rule's fallback (scripts/record_failure.py) record
 the failure.
 
 With ``--processes P`` above 1 the script runs its body in P fresh processes, one
-after the other (DESIGN.md decision 10): this process, which never imports a
+after the other (docs/design.md, "Measured side by side"): this process, which never imports a
 framework, starts the same script again with ``--process i`` and merges their
 rows and run records. Machine steadiness is measured before and after, around
 all of them (``d2lperf.steadiness``).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import statistics
 import subprocess
 import sys
@@ -28,127 +29,27 @@ from pathlib import Path
 from typing import Any
 
 from d2lperf import blas, children, hostlock, provenance, stages, steadiness
+from d2lperf.arguments import (  # noqa: F401  (the section scripts' command line, from here)
+    non_negative_int,
+    parser,
+    positive_float,
+    positive_fraction,
+    positive_int,
+    usage_error,
+)
 from d2lperf.blas import check_blas, loaded_blas  # noqa: F401  (their home was here)
-from d2lperf.results import COLUMNS, Recorder, read_json, write_csv, write_json
+from d2lperf.errors import Refused, Skipped
+from d2lperf.frameworks import REGISTRY
+from d2lperf.results import (
+    COLUMNS,
+    FORMAT_VERSION,
+    Recorder,
+    read_json,
+    write_csv,
+    write_json,
+)
 
 STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after: 5)
-
-
-class Skipped(Exception):
-    """This section cannot run here (for example: needs 2 GPUs, found 0)."""
-
-
-class Refused(Skipped):
-    """This section will not report figures: its BLAS computes something else."""
-
-
-def _integer(text: str, lowest: int, wanted: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
-    if value < lowest:
-        raise argparse.ArgumentTypeError(f"must be {wanted}, got {value}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    return _integer(text, 1, "a positive integer")
-
-
-def non_negative_int(text: str) -> int:
-    return _integer(text, 0, "zero or more")
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def positive_fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") \
-            from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
-    return value
-
-
-def usage_error(message: str) -> None:
-    """End the script as argparse does on a bad option: the message on stderr, exit 2."""
-    print(f"{Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-# Each section's workload options with the document's values as defaults, once for both
-# twins (a script run by hand reproduces the document; the presets set them in a run of the
-# pipeline). The training sections' are training.DOCUMENT_RUNS, the memory section's in
-# d2lperf.memory.
-DOCUMENT_OPTIONS: dict[str, list[tuple[str, int, str]]] = {
-    "hybridize": [("--forward-passes", 1000, "MLP forward passes per timed sample")],
-    "async_computation": [("--size", 2000, "side of the square matrices"),
-                          ("--loop-iterations", 1000, "x + 1 operations per timed loop")],
-    "auto_parallelism": [("--cpu-size", 2000, "x_cpu is cpu-size x cpu-size"),
-                         ("--gpu-size", 6000, "x_gpu is gpu-size x gpu-size"),
-                         ("--dots", 10, "matrix products per run(x)")],
-    "small_ops_parallel": [("--size", 2000, "X and Y are size x size")],
-}
-
-
-# The stages' defaults for a script run by hand: the documents' preset's budget and band.
-DEFAULT_BUDGET_S = 180.0
-DEFAULT_BAND = 0.05
-
-
-def parser(description: str, *, repeated: bool = True,
-           section: str | None = None) -> argparse.ArgumentParser:
-    """The common arguments; ``repeated=False`` for sections whose samples are epochs;
-    ``section``: that section's workload options (DOCUMENT_OPTIONS) too."""
-    p = argparse.ArgumentParser(description=description)
-    for flag, default, meaning in DOCUMENT_OPTIONS.get(section or "", []):
-        p.add_argument(flag, type=positive_int, default=default,
-                       help=f"{meaning} (document: {default})")
-    out = p.add_argument_group("outputs")
-    out.add_argument("--csv", required=True, help="tidy CSV of raw samples to write")
-    out.add_argument("--sidecar", required=True, help="JSON run record to write")
-    timing = p.add_argument_group("timing")
-    timing.add_argument("--threads", type=positive_int, default=1,
-                        help="OpenMP/BLAS threads, set before the framework loads (default: 1)")
-    timing.add_argument("--blas-reference", type=Path,
-                        help="stock-BLAS dot to match before timing (runs on another BLAS)")
-    timing.add_argument("--blas-probe-size", type=positive_int, default=blas.PROBE_SIZE,
-                        help="side of the matrix product checked against float64 before any "
-                             f"timing (default: {blas.PROBE_SIZE}, the documents')")
-    timing.add_argument("--probe-seconds", type=positive_float, default=0.2,
-                        help="length of the steadiness probe run before and after (default: 0.2)")
-    if repeated:
-        timing.add_argument("--warmup", type=non_negative_int, default=1,
-                            help="untimed runs of every case before the timed ones (default: 1)")
-        timing.add_argument("--repeats", type=positive_int, default=5,
-                            help="rounds per process: timed runs of every case, side by side; "
-                                 "every one is kept (default: 5)")
-        timing.add_argument("--processes", type=positive_int, default=1,
-                            help="fresh processes the rounds run in, one after the other "
-                                 "(default: 1)")
-        timing.add_argument("--budget-seconds", type=positive_float, default=DEFAULT_BUDGET_S,
-                            help="seconds the section may spend on further stages of "
-                                 "processes while its comparisons are undecided (default: "
-                                 f"{DEFAULT_BUDGET_S:g})")
-        timing.add_argument("--band", type=positive_fraction, default=DEFAULT_BAND,
-                            help="practical band the stages decide against "
-                                 f"(default: {DEFAULT_BAND:g})")
-        timing.add_argument("--seed", type=non_negative_int, default=0,
-                            help="seed of the shuffled order of the cases (default: 0)")
-        timing.add_argument("--process", type=non_negative_int, default=None,
-                            help=argparse.SUPPRESS)  # set for its children by --processes
-    return p
 
 
 def main(
@@ -184,6 +85,7 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
               body: Callable[[argparse.Namespace, Recorder], None]) -> tuple[dict, list]:
     """Run the section in this process: its run record and its rows."""
     record: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
         "experiment": experiment,
         "framework": framework,
         "parameters": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
@@ -195,7 +97,7 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
     recorder = Recorder(experiment, framework, getattr(args, "process", 0) or 0)
     clock = time.perf_counter()
     try:
-        blas.probe(framework, record, args.blas_probe_size)
+        blas.probe(framework, record, args.blas_probe_size or blas.PROBE_SIZE)
         if args.blas_reference:
             check_blas(args.blas_reference, record)
         body(args, recorder)
@@ -214,16 +116,12 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         artifacts=recorder.artifacts,
         notes=recorder.notes,
     )
-    if "mxnet" in sys.modules:
-        from d2lperf import mxnet as d2l_mxnet
-
-        record["mxnet"] = d2l_mxnet.build_info()
-        record["execution"] = d2l_mxnet.execution(getattr(args, "on", "cpu"))
-    if "torch" in sys.modules:
-        from d2lperf import torch as d2l_torch
-
-        record["torch"] = d2l_torch.build_info()
-        record["execution"] = d2l_torch.execution(getattr(args, "on", "cpu"))
+    on = getattr(args, "on", "cpu")
+    for entry in REGISTRY.values():  # the build of each framework the body loaded
+        if entry.package in sys.modules:
+            module = importlib.import_module(entry.module)
+            record[entry.package] = module.build_info()
+            record["execution"] = module.execution(on)
     return record, recorder.rows
 
 

@@ -1,30 +1,118 @@
-"""Is each framework the config asks for there, before any job runs?
+"""The frameworks that run the sections, once: every list of frameworks reads ``REGISTRY``.
 
-``frameworks: [mxnet, pytorch]`` names the frameworks; ``experiment_python`` and
-``torch_python`` their interpreters. Each interpreter is asked for its framework's version
-in a short subprocess that does not import it (it never runs anything from the config but
-the interpreter named there, with a fixed program). A missing interpreter, a missing
-framework or one too old gives a message naming the key and how to fix it.
+A framework is a folder of section scripts (``scripts/sections/<name>/``), a module of
+``d2lperf`` with what it does differently (``devices``, ``sync``, ``seed``, the data
+loaders, ``build_info``; d2l's ``mxnet.py``/``torch.py`` idiom), an environment
+(``envs/<...>.yaml`` and its lock) with the interpreter a config key names, and how the
+plots and the report draw it. The first one is the documents' framework: rule and
+folder names carry no suffix for it, and records written before there were several
+frameworks are its.
+
+Is each framework the config asks for there, before any job runs? ``problem`` asks the
+interpreter for the framework's version in a short subprocess that does not import it
+(it never runs anything from the config but the interpreter named there, with a fixed
+program). A missing interpreter, a missing framework or one too old gives a message
+naming the key and how to fix it.
+
+This module imports nothing of the library (the Snakefile reads it at every start).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
-from d2lperf.torch import MIN_VERSION as TORCH_MIN_VERSION
-from d2lperf.torch import version_problem as torch_version_problem
 
-FRAMEWORKS = ("mxnet", "pytorch")
-# framework: (config key of its interpreter, module to import, how `make` builds it)
-INTERPRETERS = {
-    "mxnet": ("experiment_python", "mxnet", "`make envs` (it builds .venv-mxnet)"),
-    "pytorch": ("torch_python", "torch", "`make envs` (it builds .venv-torch)"),
-}
+@dataclass(frozen=True)
+class Framework:
+    """``name``: the tables' ``framework`` column and the scripts' folder; ``label``: how
+    the plots and the report name it; ``colour``, ``marker`` (matplotlib) and ``shape``
+    (the report's overview SVG): how they draw it. ``interpreter_key``: the config key
+    of its interpreter (``default_interpreter`` where the config leaves it out);
+    ``environment``/``lock``: its conda environment and locked packages (archived with
+    the results); ``package``: the module it imports, asked for its version
+    (``min_version``: the oldest that runs the sections), and the run record's key of
+    its build; ``module``: d2lperf's module for it. ``gpu_everywhere``: it queues work
+    only on a GPU, so every section runs on a GPU where the machine has one (its jobs
+    ask SLURM for one at least). ``blas_variant``: a run on a system BLAS (LD_PRELOAD)
+    swaps its BLAS, so it is the one framework such a variant runs."""
+
+    name: str
+    label: str
+    colour: str
+    marker: str
+    shape: str
+    interpreter_key: str
+    default_interpreter: str
+    environment: str
+    lock: str
+    package: str
+    module: str
+    build: str
+    min_version: tuple[int, int] | None = None
+    gpu_everywhere: bool = False
+    blas_variant: bool = False
+
+
+REGISTRY: dict[str, Framework] = {f.name: f for f in [
+    Framework("mxnet", "MXNet", colour="#1f5fa8", marker="o", shape="circle",
+              interpreter_key="experiment_python",
+              default_interpreter=".venv-mxnet/bin/python",
+              environment="envs/mxnet.yaml", lock="envs/mxnet.lock.txt",
+              package="mxnet", module="d2lperf.mxnet",
+              build="`make envs` (it builds .venv-mxnet)", blas_variant=True),
+    # torch.compile (2.0) with the inductor CPU backend, torch.cuda.max_memory_allocated,
+    # torch.backends.cuda.matmul.allow_tf32: all there from 2.1.
+    Framework("pytorch", "PyTorch", colour="#c0470c", marker="s", shape="diamond",
+              interpreter_key="torch_python",
+              default_interpreter=".venv-torch/bin/python",
+              environment="envs/torch.yaml", lock="envs/torch.lock.txt",
+              package="torch", module="d2lperf.torch",
+              build="`make envs` (it builds .venv-torch)", min_version=(2, 1),
+              gpu_everywhere=True),
+]}
+FRAMEWORKS = tuple(REGISTRY)
+DOCUMENTS = FRAMEWORKS[0]  # the documents' framework; older records' framework
+LABELS = {name: f.label for name, f in REGISTRY.items()}
 TIMEOUT = 120  # seconds: importing torch from a cold disk takes a while
+
+
+def names() -> list[str]:
+    return list(FRAMEWORKS)
+
+
+def rule_name(section: str, framework: str = DOCUMENTS) -> str:
+    """A job's rule and results folder: ``hybridize`` (the documents' framework),
+    ``hybridize_<framework>`` for every other."""
+    return section if framework == DOCUMENTS else f"{section}_{framework}"
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """``(2, 13)`` from ``2.13.0+cpu`` or ``2.11.0a0+git1234``."""
+    found = re.match(r"(\d+)\.(\d+)", text)
+    if not found:
+        raise ValueError(f"not a version: {text!r}")
+    return int(found.group(1)), int(found.group(2))
+
+
+def version_problem(framework: str, text: str) -> str | None:
+    """Why this version of the framework cannot run the sections, or None when it can."""
+    entry = REGISTRY[framework]
+    if entry.min_version is None:
+        return None
+    try:
+        found = parse_version(text)
+    except ValueError:
+        return f"not a {entry.package} version: {text!r}"
+    if found < entry.min_version:
+        return (f"{entry.package} {text} is too old: the {entry.label} sections need "
+                f"{entry.package} >= {'.'.join(map(str, entry.min_version))}")
+    return None
 
 
 # Finds the module without importing it (importing torch takes seconds, and this runs
@@ -61,8 +149,9 @@ def _run_bounded(command: list[str], timeout: float) -> subprocess.CompletedProc
 
 def problem(framework: str, python: str | Path, *, timeout: float = TIMEOUT) -> str | None:
     """Why ``python`` cannot run this framework's sections, or None when it can."""
-    key, module, build = INTERPRETERS[framework]
-    fix = (f"set config key {key} to an interpreter that has {module}, or run {build} "
+    entry = REGISTRY[framework]
+    key, module = entry.interpreter_key, entry.package
+    fix = (f"set config key {key} to an interpreter that has {module}, or run {entry.build} "
            f"(or drop {framework} from config key frameworks)")
     if not Path(python).exists() and "/" in str(python):
         return f"config key {key} = {str(python)!r}: no such file; {fix}"
@@ -76,10 +165,9 @@ def problem(framework: str, python: str | Path, *, timeout: float = TIMEOUT) -> 
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return f"config key {key} = {str(python)!r}: cannot import {module} ({last}); {fix}"
     version = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    if framework == "pytorch":
-        too_old = torch_version_problem(version)
-        if too_old:
-            minimum = ".".join(map(str, TORCH_MIN_VERSION))
-            return (f"config key {key} = {str(python)!r}: {too_old}; install torch >= "
-                    f"{minimum} there, or {fix}")
+    too_old = version_problem(framework, version)
+    if too_old:
+        minimum = ".".join(map(str, entry.min_version or ()))
+        return (f"config key {key} = {str(python)!r}: {too_old}; install {module} >= "
+                f"{minimum} there, or {fix}")
     return None

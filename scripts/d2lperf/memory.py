@@ -28,8 +28,8 @@ from typing import Any
 
 import psutil
 
-from d2lperf import children, experiment, provenance
-from d2lperf.experiment import non_negative_int, positive_int
+from d2lperf import arguments, children, experiment, provenance
+from d2lperf.arguments import non_negative_int, positive_int
 from d2lperf.results import Recorder, read_json, write_json
 from d2lperf.stats import Stats
 
@@ -143,7 +143,7 @@ def main(framework: str, description: str, body: Callable[[argparse.Namespace, R
     add_workload = add_workload or add_workload_options
     argv = sys.argv[1:]
     if "--child" not in argv:
-        p = experiment.parser(description, repeated=False)
+        p = arguments.parser(description, repeated=False)
         add_workload(p)
         add_process_options(p)
         return experiment.main("async_memory", framework, p, body)
@@ -161,7 +161,7 @@ def main(framework: str, description: str, body: Callable[[argparse.Namespace, R
 
 def check_workload(args: argparse.Namespace) -> None:
     if args.report_every > args.batches:
-        experiment.usage_error(f"--report-every ({args.report_every}) must not exceed "
+        arguments.usage_error(f"--report-every ({args.report_every}) must not exceed "
                                f"--batches ({args.batches}): no batch would be reported")
 
 

@@ -4,10 +4,10 @@ The counterpart of ``d2lperf/torch.py``, with the same names where they mean the
 thing (``devices``, ``names``, ``load_fashion_mnist``, ``load_data``,
 ``evaluate_accuracy``, ``build_info``), as d2l keeps ``d2l/mxnet.py`` beside
 ``d2l/torch.py``. MXNet is imported inside the functions, so that the thread counts
-are pinned before it loads (``experiment.main``).
+are pinned before it loads (``d2lperf.experiment.main``).
 
-Devices (DESIGN.md decision 7): sections written for GPUs run on GPUs when the machine
-has enough that MXNet has code for, and are skipped with the reason when it does not
+Devices (docs/design.md, "GPUs when present"): sections written for GPUs run on GPUs when
+the machine has enough that MXNet has code for, and are skipped with the reason when it does not
 (MXNet 1.9.1 has no kernels for compute capability 9.0 and later: d2lperf.mxnet_gpu),
 unless the config asks for CPU contexts instead (``cpu(0)``, ``cpu(1)``, ...: separate
 engine queues on the same processor, exactly as seeds/000 ran its multi-device code
@@ -17,15 +17,15 @@ without GPUs).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from d2lperf import data, experiment, mxnet_gpu, training
+from d2lperf import data, mxnet_gpu, training
 from d2lperf import devices as device_kinds
+from d2lperf.blas import blas_in_use, loaded_blas
 from d2lperf.devices import KINDS
-from d2lperf.experiment import Skipped
+from d2lperf.errors import Skipped
 
 
 def devices(kind: str, count: int) -> list:
@@ -74,27 +74,13 @@ def check_two_cpu_queues(kind: str, threads: int) -> None:
     """
     if kind != "cpu" or threads == 1:
         return
-    config = (blas_in_use(experiment.loaded_blas()) or {}).get("config", "")
+    config = (blas_in_use(loaded_blas()) or {}).get("config", "")
     if "USE_OPENMP" in config:
         raise Skipped(
             f"CPU contexts need --threads 1 with {config.split(' DYNAMIC_ARCH')[0]} "
             f"(USE_OPENMP): two engine queues calling its sgemm at once hang; "
             f"got --threads {threads}"
         )
-
-
-def blas_in_use(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The BLAS MXNet's dot runs on: the one in MXNet's package unless another was preloaded."""
-    import mxnet as mx
-
-    package = str(Path(mx.__file__).parent)
-    preloaded = {os.path.realpath(p) for p in os.environ.get("LD_PRELOAD", "").replace(
-        ":", " ").split()}
-    for lib in libraries:
-        if os.path.realpath(lib["path"]) in preloaded:
-            return lib
-    return next((lib for lib in libraries if lib["path"].startswith(package)),
-                libraries[0] if libraries else None)
 
 
 def build_info() -> dict[str, Any]:
@@ -106,7 +92,7 @@ def build_info() -> dict[str, Any]:
         "version": mx.__version__,
         "features": sorted(name for name in features.keys() if features.is_enabled(name)),
         "gpus_visible": mx.context.num_gpus(),
-        "blas": blas_in_use(libraries := experiment.loaded_blas()),
+        "blas": blas_in_use(libraries := loaded_blas()),
         "blas_libraries": libraries,
     }
 

@@ -1,12 +1,15 @@
-"""A preset's entries as a section script's command-line options (DESIGN.md decision 2)."""
+"""A preset's entries as a section script's command-line options (docs/design.md,
+"Each section script is a standalone command line")."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from d2lperf import sections
+
 # Preset entries that only one framework's script takes (the others leave them out).
-FRAMEWORK_OPTIONS = {"compile_runs": "pytorch"}
+FRAMEWORK_OPTIONS = sections.framework_options()
 
 
 def for_framework(options: Mapping[str, Any], framework: str) -> dict[str, Any]:

@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from d2lperf.frameworks import REGISTRY
 from d2lperf.machine import cpu_governor
 
 # Thread knobs of OpenMP, the BLAS libraries and MXNet's engine. Every run records
-# all of them, set or not, because each one changes timings (DESIGN.md facts).
+# all of them, set or not, because each one changes timings (docs/design.md,
+# "Thread counts are pinned and recorded").
 # The ones a run pins to its thread count (set_threads, and the rule's shell line).
 PINNED_THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -75,9 +77,11 @@ def now() -> str:
 
 
 def set_threads(threads: int) -> None:
-    """Pin OpenMP and BLAS to ``threads`` before MXNet is imported (it reads them once)."""
-    if "mxnet" in sys.modules:
-        raise RuntimeError("set_threads must run before mxnet is imported")
+    """Pin OpenMP and BLAS to ``threads`` before any framework is imported (each reads
+    them once, when it loads)."""
+    loaded = [f.package for f in REGISTRY.values() if f.package in sys.modules]
+    if loaded:
+        raise RuntimeError(f"set_threads must run before {loaded[0]} is imported")
     for name in PINNED_THREAD_VARIABLES:
         os.environ[name] = str(threads)
 

@@ -1,8 +1,8 @@
 """Tidy result rows, printed outputs and the JSON sidecar of one experiment run.
 
-One CSV row per measured sample (DESIGN.md decision 3); statistics are computed
-downstream from the raw rows, never stored instead of them. Files are written
-atomically so that an interrupted run never leaves half a table behind.
+One CSV row per measured sample (docs/design.md, "Tidy results, every sample kept");
+statistics are computed downstream from the raw rows, never stored instead of them. Files
+are written atomically so that an interrupted run never leaves half a table behind.
 """
 
 from __future__ import annotations
@@ -12,31 +12,50 @@ import json
 import os
 import statistics
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS, rule_name
 from d2lperf.timing import Sample
 
 COLUMNS = ("experiment", "framework", "case", "metric", "unit", "process", "repeat", "position",
            "value", "epoch", "devices")
-FRAMEWORKS = ("mxnet", "pytorch")
 
 
-def section_folder(experiment: str, framework: str = "mxnet") -> str:
-    """The folder of one section's run under results/<machine>/, named like its rule:
-    ``hybridize`` (MXNet, the documents' framework), ``hybridize_pytorch``."""
-    return experiment if framework == "mxnet" else f"{experiment}_{framework}"
+# The run record's format. 1: no format_version, and a record without a framework is the
+# documents' framework's (written before there were two). 2: format_version, and the
+# framework always named. The samples.csv beside a run record has that record's format.
+FORMAT_VERSION = 2
+
+
+def migrate_run(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A run record of any format this code knows, in the current one: the one place that
+    knows the older formats, so no reader guesses at what an older record left out."""
+    version = record.get("format_version", 1)
+    if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        raise ValueError(f"run record format_version {version!r} is not one this code reads "
+                         f"(1 to {FORMAT_VERSION}); a newer format needs newer code")
+    migrated = dict(record)
+    if version < 2:
+        migrated["framework"] = record.get("framework") or DOCUMENTS
+    migrated["format_version"] = FORMAT_VERSION
+    return migrated
+
+
+def section_folder(experiment: str, framework: str = DOCUMENTS) -> str:
+    """The folder of one section's run under results/<machine>/, named like its rule."""
+    return rule_name(experiment, framework)
 
 
 class Recorder:
     """Collects one experiment's samples, printed outputs and artifacts as it runs.
 
     ``process`` is the index of this process among the fresh processes a section
-    runs in (DESIGN.md decision 10); every row carries it.
+    runs in (docs/design.md, "Measured side by side"); every row carries it.
     """
 
-    def __init__(self, experiment: str, framework: str = "mxnet", process: int = 0) -> None:
+    def __init__(self, experiment: str, framework: str = DOCUMENTS, process: int = 0) -> None:
         if framework not in FRAMEWORKS:
             raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
         self.experiment = experiment
@@ -149,16 +168,18 @@ def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = S
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "the record"
         raise RecordError(f"{name}: not a run record: {where}: {error.message}")
-    own = section_folder(record["experiment"], record.get("framework", "mxnet"))
+    own = section_folder(record["experiment"], record.get("framework") or DOCUMENTS)
     if own != folder:
         raise RecordError(f"{name}: the run record of {own} (experiment "
                           f"{record['experiment']!r}, framework "
-                          f"{record.get('framework', 'mxnet')!r}), not of {folder}")
+                          f"{record.get('framework') or DOCUMENTS!r}), not of {folder}")
 
 
 def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str, Any]:
-    """A section's run.json, checked (``check_run``): RecordError names the file when it
-    is no JSON, is cut short, or is not this folder's run record."""
+    """A section's run.json, checked (``check_run``) and in the current format whatever
+    format it was written in (``migrate_run``): RecordError names the file when it is no
+    JSON, is cut short, is not this folder's run record, or is of a format this code does
+    not know."""
     try:
         with open(path, encoding="utf-8") as handle:
             record = json.load(handle)
@@ -167,7 +188,10 @@ def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str,
     except OSError as error:
         raise RecordError(f"{path}: cannot be read: {error.strerror}") from None
     check_run(record, str(path), Path(path).parent.name, schema_folder)
-    return record
+    try:
+        return migrate_run(record)
+    except ValueError as error:
+        raise RecordError(f"{path}: {error}") from None
 
 
 def report(samples: Iterable[Sample], what: str = "") -> None:

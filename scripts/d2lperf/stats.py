@@ -112,7 +112,7 @@ class Stats:
         return values
 
 
-# --- Comparisons measured side by side ------------------------------------------------
+# --- Comparisons measured side by side (docs/design.md, "Measured side by side") ---------
 #
 # A process is the unit of replication: each fresh process draws its own offsets (memory
 # layout, which core, what else ran), a few percent per case, which its samples share.

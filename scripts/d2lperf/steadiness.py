@@ -1,4 +1,5 @@
-"""How steady the machine was while a section measured, and whether a stage was busy.
+"""How steady the machine was while a section measured, and whether a stage was busy
+(docs/design.md, "Measured side by side").
 
 Before and after each section: a fixed CPU probe (the same pure-Python work on
 every machine and every day, about 0.2 s on the build machine, timed 5 times),

@@ -16,6 +16,7 @@ import jsonschema
 import pandas as pd
 import yaml
 
+from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
 from d2lperf.stats import Stats
 
 # A measurement is named by KEY; a document figure by REFERENCE_KEY (the same
@@ -24,7 +25,7 @@ KEY = ["experiment", "case", "metric", "epoch"]
 REFERENCE_KEY = ["document", "variant", *KEY]
 SAMPLE_GROUP = ["framework", "experiment", "case", "metric", "unit", "epoch", "devices"]
 # Tables written before a section ran in several processes or frameworks: MXNet, one process.
-SAMPLE_DEFAULTS = {"framework": "mxnet", "process": "0", "position": ""}
+SAMPLE_DEFAULTS = {"framework": DOCUMENTS, "process": "0", "position": ""}
 # Printed float32 figures agree "to float32 precision" within these bounds; a float32
 # sum over millions of terms depends on the summation order, so it gets a wider one.
 OUTPUT_REL_TOL = 1e-6
@@ -85,6 +86,7 @@ def check_summary_rows(rows: list[dict[str, str]], name: str, validator) -> None
 def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
     """Read one samples.csv and check every row; row numbers count the header as row 1."""
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema["properties"]["framework"]["enum"] = list(FRAMEWORKS)  # the registry's names
     validator = jsonschema.Draft202012Validator(schema)
     try:
         raw = pd.read_csv(path, dtype=str, keep_default_na=False)

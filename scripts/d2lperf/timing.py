@@ -7,7 +7,7 @@ the queue on purpose (the asynchronous-computation section), is spelled out
 (``queue_only`` / ``clock_stops_before_sync=True``); ``sync`` still runs before
 the next sample so that no sample inherits another's queued work.
 
-Cases that are compared are measured side by side (DESIGN.md decision 10):
+Cases that are compared are measured side by side (docs/design.md, "Measured side by side"):
 ``compare`` warms every case up first, then runs rounds in which every case is
 timed once, in a seeded shuffled order, so that a drift of the machine or a
 first-in-process penalty spreads over all cases instead of landing on whichever
@@ -155,41 +155,6 @@ def measure(
             sync()
             stop = clock()
         samples.append(stop - start)
-    return samples
-
-
-def measure_steps(
-    steps: dict[str, Callable[[], object]],
-    settle: Callable[[], object],
-    *,
-    warmup: int,
-    repeats: int,
-    clock: Clock = time.perf_counter,
-) -> dict[str, list[float]]:
-    """Time consecutive steps of one repetition separately; return every sample per step.
-
-    For figures like the document's "Workloads are queued" / "Workloads are finished":
-    the first step queues work, the last one waits for it (it must synchronise, e.g.
-    ``y.wait_to_read()``). ``settle`` (``nd.waitall``) runs after each repetition,
-    untimed, so no repetition inherits another's queued work.
-    """
-    if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, got {warmup}")
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
-    for _ in range(warmup):
-        for step in steps.values():
-            step()
-        settle()
-    samples: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(repeats):
-        start = clock()
-        for name, step in steps.items():
-            step()
-            stop = clock()
-            samples[name].append(stop - start)
-            start = stop
-        settle()
     return samples
 
 

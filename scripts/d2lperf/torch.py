@@ -23,34 +23,16 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import data, training
+from d2lperf import data, frameworks, training
 from d2lperf import devices as device_kinds
-from d2lperf.experiment import Skipped
-
-KINDS = ("gpu", "cpu")
-# torch.compile (2.0) with the inductor CPU backend, torch.cuda.max_memory_allocated,
-# torch.backends.cuda.matmul.allow_tf32: all there from 2.1.
-MIN_VERSION = (2, 1)
-
-
-def parse_version(text: str) -> tuple[int, int]:
-    """``(2, 13)`` from ``2.13.0+cpu`` or ``2.11.0a0+git1234``."""
-    found = re.match(r"(\d+)\.(\d+)", text)
-    if not found:
-        raise ValueError(f"not a torch version: {text!r}")
-    return int(found.group(1)), int(found.group(2))
+from d2lperf.devices import KINDS
+from d2lperf.errors import Skipped
 
 
 def version_problem(text: str) -> str | None:
-    """Why this torch cannot run the sections, or None when it can."""
-    try:
-        found = parse_version(text)
-    except ValueError as error:
-        return str(error)
-    if found < MIN_VERSION:
-        return (f"torch {text} is too old: the PyTorch sections need torch >= "
-                f"{'.'.join(map(str, MIN_VERSION))}")
-    return None
+    """Why this torch cannot run the sections, or None when it can (the registry's
+    oldest version that does)."""
+    return frameworks.version_problem("pytorch", text)
 
 
 def devices(kind: str, count: int) -> list:

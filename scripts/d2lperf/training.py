@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TextIO, TypeVar
 
-from d2lperf import data, devices, experiment
-from d2lperf.experiment import non_negative_int, positive_int
+from d2lperf import arguments, data, devices, sections
+from d2lperf.arguments import non_negative_int, positive_float, positive_int
 from d2lperf.results import Recorder
 
 T = TypeVar("T")
@@ -32,28 +32,11 @@ class Run(NamedTuple):
     lr: float
 
 
-def positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-# The documents' calls of train(num_gpus, batch_size, lr), and their epochs: the defaults
-# of both frameworks' scripts.
-DOCUMENT_RUNS: dict[str, dict[str, Any]] = {
-    "multi_gpu_scratch": {"devices_per_run": [1, 2], "batch_sizes": [256, 256],
-                          "learning_rates": [0.2, 0.2], "epochs": 4},
-    "multi_gpu_gluon": {"devices_per_run": [1, 2], "batch_sizes": [256, 512],
-                        "learning_rates": [0.1, 0.2], "epochs": 10},
-}
-
-
 def parser(description: str, section: str) -> argparse.ArgumentParser:
     """A training section's command line: the common options (one sample per epoch) and
-    the training ones, defaulting to the document's values."""
-    p = experiment.parser(description, repeated=False)
-    add_arguments(p, **DOCUMENT_RUNS[section])
+    the training ones, defaulting to the document's values (the table of sections)."""
+    p = arguments.parser(description, repeated=False)
+    add_arguments(p, **sections.SECTIONS[section].document_runs)
     return p
 
 
@@ -102,13 +85,13 @@ def runs(args: argparse.Namespace) -> list[Run]:
     """The training runs the options ask for; a usage error (exit 2) when they disagree."""
     counts = (len(args.devices), len(args.batch_sizes), len(args.learning_rates))
     if len(set(counts)) > 1:
-        experiment.usage_error(
+        arguments.usage_error(
             "--devices, --batch-sizes and --learning-rates need one value per run; "
             f"got {counts[0]}, {counts[1]} and {counts[2]} values")
     for n, batch_size in zip(args.devices, args.batch_sizes):
         if batch_size % n:
             # The documents' split_and_load assumes every device gets the same share.
-            experiment.usage_error(
+            arguments.usage_error(
                 f"batch size {batch_size} does not split evenly over {n} devices")
     return [Run(*run) for run in zip(args.devices, args.batch_sizes, args.learning_rates)]
 

@@ -25,9 +25,7 @@ rule archive:
         script="scripts/archive_results.py",
         report=f"{RESULTS}/report.html",
         config=f"{RESULTS}/config.yaml",
-        workflow_lock="envs/workflow.lock.txt",
-        mxnet_lock="envs/mxnet.lock.txt",
-        torch_lock="envs/torch.lock.txt",
+        locks=["envs/workflow.lock.txt", *(f.lock for f in FRAMEWORK.values())],
     output:
         f"archives/{RESULTS_ID}.tar.gz",
     log:
@@ -37,8 +35,10 @@ rule archive:
     params:
         py=WORKFLOW_PY,
         results=lambda wildcards, input: os.path.dirname(input.report),
+        # every environment's locked packages, under its own name in the archive
+        extra=lambda wildcards, input: [
+            f"{os.path.basename(lock)}={lock}" for lock in input.locks
+        ],
     shell:
         "{params.py:q} {input.script:q} --results {params.results:q}"
-        " --extra workflow.lock.txt={input.workflow_lock:q}"
-        " mxnet.lock.txt={input.mxnet_lock:q} torch.lock.txt={input.torch_lock:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        " --extra {params.extra:q} --out {output:q} > {log:q} 2>&1"

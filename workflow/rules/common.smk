@@ -6,14 +6,15 @@ from snakemake.settings.types import DeploymentMethod
 
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
+from d2lperf import sections as SECTION_TABLE
 from d2lperf.presets import cli_args, for_framework
 from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check_threads
 from d2lperf.blas import BlasError, check_coretype, empty_variables, find_system_blas
 from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
 from d2lperf.provenance import PINNED_THREAD_VARIABLES
-from d2lperf.results import section_folder
-from d2lperf.frameworks import FRAMEWORKS as KNOWN_FRAMEWORKS
+from d2lperf.frameworks import DOCUMENTS, REGISTRY as FRAMEWORK
 from d2lperf.frameworks import problem as framework_problem
+from d2lperf.frameworks import rule_name
 
 try:
     check_config(
@@ -40,7 +41,7 @@ except MachineIdError as error:
         f"Invalid configuration:\n{error}; set config key machine to one"
     ) from None
 # A non-default BLAS makes a variant of this machine's results, in a folder of its own
-# that the report compares with the stock one (issue: MXNet's bundled BLAS).
+# that the report compares with the stock one (docs/design.md, "Ceilings and BLAS").
 if config.get("blas", "bundled") == "system":
     try:
         SYSTEM_BLAS = str(find_system_blas(config.get("system_blas_path", "")))
@@ -114,26 +115,32 @@ if workflow.local_exec or workflow.remote_exec:
     except ConfigError as error:
         raise WorkflowError(f"Invalid configuration:\n{error}") from None
 THREADS = AVAILABLE_CORES if config["threads"] == "auto" else config["threads"]
-# The experiment environment's interpreter, and the workflow environment's (this
-# one). Under --sdm conda each rule's conda environment provides `python` instead.
+# Each framework's interpreter (the config key the framework registry names for it), and
+# the workflow environment's (this one). Under --sdm conda each rule's conda environment
+# provides `python` instead.
 USING_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-EXPERIMENT_PY = "python" if USING_CONDA else config["experiment_python"]
+INTERPRETER = {
+    name: (
+        "python"
+        if USING_CONDA
+        else config.get(f.interpreter_key, f.default_interpreter)
+    )
+    for name, f in FRAMEWORK.items()
+}
+CONDA_ENV = {name: f"../../{f.environment}" for name, f in FRAMEWORK.items()}
+# The documents' framework's: it also records the stock BLAS's results for a variant.
+EXPERIMENT_PY = INTERPRETER[DOCUMENTS]
+EXPERIMENT_ENV = CONDA_ENV[DOCUMENTS]
 WORKFLOW_PY = "python" if USING_CONDA else sys.executable
-EXPERIMENT_ENV = "../../envs/mxnet.yaml"
 WORKFLOW_ENV = "../../envs/workflow.yaml"
-# The frameworks whose section scripts run (issue 14): MXNet's (the documents' code) and
-# their PyTorch twins, each in its own interpreter. A BLAS variant swaps MXNet's BLAS
-# only (LD_PRELOAD): PyTorch's would be the stock run's again, so it runs MXNet alone.
+# The frameworks whose section scripts run, each in its own interpreter. A BLAS variant
+# swaps the documents' framework's BLAS only (LD_PRELOAD): any other's would be the stock
+# run's again, so it runs that framework alone.
 FRAMEWORKS = [
     f
-    for f in config.get("frameworks", list(KNOWN_FRAMEWORKS))
-    if f == "mxnet" or not VARIANT
+    for f in config.get("frameworks", list(FRAMEWORK))
+    if FRAMEWORK[f].blas_variant or not VARIANT
 ]
-TORCH_PY = (
-    "python" if USING_CONDA else config.get("torch_python", ".venv-torch/bin/python")
-)
-INTERPRETER = {"mxnet": EXPERIMENT_PY, "pytorch": TORCH_PY}
-CONDA_ENV = {"mxnet": EXPERIMENT_ENV, "pytorch": "../../envs/torch.yaml"}
 # Each framework's interpreter answers before any job runs (a cluster job's node was
 # checked by its submitter; conda builds the environments itself; a dry run runs none).
 if not (USING_CONDA or workflow.remote_exec or workflow.output_settings.dryrun):
@@ -146,46 +153,33 @@ if not (USING_CONDA or workflow.remote_exec or workflow.output_settings.dryrun):
 MACHINE_PY = INTERPRETER[FRAMEWORKS[0]]
 MACHINE_ENV = CONDA_ENV[FRAMEWORKS[0]]
 # Timing jobs take the whole of this resource, every other job one unit of it, so
-# no job ever runs beside a timing (DESIGN.md decision 5; set in the default profile).
+# no job ever runs beside a timing (docs/design.md, "Timing jobs run alone"; set in the
+# default profile).
 MACHINE_LOCK = 100
 
-# The chapter's sections, in the documents' order. `gpus`: how many GPUs the section
-# was written for; `data`: whether it trains on Fashion-MNIST.
-SECTIONS = {
-    "hybridize": {"gpus": 0, "data": False, "blas": False},
-    "async_computation": {"gpus": 0, "data": False, "blas": True},
-    "async_memory": {"gpus": 0, "data": False, "blas": False},
-    "auto_parallelism": {"gpus": 1, "data": False, "blas": True},
-    "small_ops_parallel": {"gpus": 0, "data": False, "blas": False},
-    "multi_gpu_scratch": {"gpus": 2, "data": True, "blas": True},
-    "multi_gpu_gluon": {"gpus": 2, "data": True, "blas": False},
-    # not a section: this machine's peak rates, which the report sets the timings against
-    "ceilings": {"gpus": 0, "data": False, "blas": True},
-}
-# `blas`: the section's timings rest on BLAS calls (nd.dot); with MKLDNN, Dense and
-# convolution layers do not, so a BLAS variant checks its numerics in these only.
-EXPERIMENTS = list(SECTIONS)
-# One job per section per framework, in the documents' order: every section has a
-# PyTorch twin, the ceilings too (the machine's ceiling is the best of every library's).
-JOBS = [(section, framework) for section in EXPERIMENTS for framework in FRAMEWORKS]
-
-
-def rule_name(section, framework):
-    """``hybridize`` (MXNet, as before the PyTorch twins), ``hybridize_pytorch``."""
-    return section if framework == "mxnet" else f"{section}_{framework}"
+# The chapter's sections, in the documents' order, and what each needs: one table,
+# d2lperf.sections, that the presets' schema, the plots and the report read too.
+EXPERIMENTS = SECTION_TABLE.names()
+# One job per section per framework that has it, in the documents' order.
+JOBS = [
+    (section, framework)
+    for section in EXPERIMENTS
+    for framework in FRAMEWORKS
+    if SECTION_TABLE.SECTIONS[section].has(framework)
+]
 
 
 def job_folder(section, framework):
-    """Where a job's raw results go: results/<machine>/<rule name>/ (section_folder)."""
-    return f"{RESULTS}/{section_folder(section, framework)}"
+    """Where a job's raw results go: results/<machine>/<rule name>/."""
+    return f"{RESULTS}/{rule_name(section, framework)}"
 
 
-def experiment_paths(section, framework="mxnet"):
+def experiment_paths(section, framework=DOCUMENTS):
     folder = job_folder(section, framework)
     return {"csv": f"{folder}/samples.csv", "sidecar": f"{folder}/run.json"}
 
 
-def experiment_outputs(section, framework="mxnet"):
+def experiment_outputs(section, framework=DOCUMENTS):
     """A section's raw results, flagged update(): Snakemake neither deletes them before a
     re-run nor on Ctrl-C (it backs them up, restores them if the job fails), and the
     scripts replace them atomically when they finish, so an interrupted re-run keeps the
@@ -203,18 +197,19 @@ RUN_RECORDS = [experiment_paths(s, f)["sidecar"] for s, f in JOBS]
 def device_kind(section):
     """GPU contexts where the machine has the GPUs, else what the config says.
     seeds/000 ran its from-scratch multi-device code on cpu(0), cpu(1): so do we."""
-    if section == "multi_gpu_scratch":
-        return "gpu" if len(gpus()) >= SECTIONS[section]["gpus"] else "cpu"
+    if SECTION_TABLE.SECTIONS[section].cpu_stand_in:
+        return "gpu" if len(gpus()) >= SECTION_TABLE.SECTIONS[section].gpus else "cpu"
     return "cpu" if config.get("gpu_sections_on_cpu", False) else "gpu"
 
 
-def torch_device_kind(section):
-    """PyTorch queues work only on a GPU: where the machine has one, every PyTorch twin
-    runs there. Without one, the sections written for GPUs do what their MXNet twins do
-    (the CPU stand-in, or skipped with the reason); the others run on the CPU."""
+def gpu_everywhere_kind(section):
+    """A framework that queues work only on a GPU (PyTorch) runs every section there where
+    the machine has one. Without one, the sections written for GPUs do what the documents'
+    twins do (the CPU stand-in, or skipped with the reason); the others run on the CPU.
+    """
     if gpus():
         return "gpu"
-    if SECTIONS[section]["gpus"]:
+    if SECTION_TABLE.SECTIONS[section].gpus:
         return device_kind(section)
     return "cpu"
 
@@ -222,12 +217,13 @@ def torch_device_kind(section):
 def section_threads(section):
     """One OpenMP thread per engine queue on CPU contexts: the mxnet wheel's OpenBLAS
     0.3.13 (USE_OPENMP) hangs when two queues call its multithreaded sgemm at once."""
-    if SECTIONS.get(section, {}).get("gpus") and device_kind(section) == "cpu":
+    entry = SECTION_TABLE.SECTIONS.get(section)
+    if entry and entry.gpus and device_kind(section) == "cpu":
         return 1
     return THREADS
 
 
-def section_args(section, framework="mxnet"):
+def section_args(section, framework=DOCUMENTS):
     """Every argument a section's script gets, all explicit, all from the config."""
     options = {
         "threads": section_threads(section),
@@ -236,16 +232,19 @@ def section_args(section, framework="mxnet"):
     }
     if "processes" in PRESET[section]:  # its stages decide against the report's band
         options["band"] = config.get("practical_band", 0.05)
-    if framework == "pytorch" and section != "ceilings":
-        options["on"] = torch_device_kind(section)
-    elif SECTIONS[section]["gpus"]:
+    if (
+        FRAMEWORK[framework].gpu_everywhere
+        and SECTION_TABLE.SECTIONS[section].takes_device
+    ):
+        options["on"] = gpu_everywhere_kind(section)
+    elif SECTION_TABLE.SECTIONS[section].gpus:
         options["on"] = device_kind(section)
-    if SECTIONS[section]["data"]:
+    if SECTION_TABLE.SECTIONS[section].data:
         options["data_dir"] = config.get("data_dir") or None
         options["data_download"] = config.get("data_download", False)
-    if section == "hybridize":
+    if SECTION_TABLE.SECTIONS[section].exports_model:
         options["export_dir"] = f"{job_folder(section, framework)}/model"
-    if VARIANT and SECTIONS[section]["blas"]:
+    if VARIANT and SECTION_TABLE.SECTIONS[section].blas:
         options["blas_reference"] = BLAS_REFERENCE
     # one word each, for `{params.args:q}`
     return cli_args(options)
@@ -256,13 +255,17 @@ BLAS_REFERENCE = f"results/{MACHINE}/blas_reference.npz"
 
 def blas_inputs(section):
     """A BLAS variant's BLAS-dependent sections first need the stock reference."""
-    if VARIANT and SECTIONS.get(section, {}).get("blas"):
+    if (
+        VARIANT
+        and section in SECTION_TABLE.SECTIONS
+        and SECTION_TABLE.SECTIONS[section].blas
+    ):
         return {"blas_reference": BLAS_REFERENCE}
     return {}
 
 
-def job_environment(section=None, framework="mxnet"):
-    """The environment of every MXNet job, as `env` arguments (`env {params.environment:q}`):
+def job_environment(section=None, framework=DOCUMENTS):
+    """The environment of every framework's job, as `env` arguments (`env {params.environment:q}`):
     thread counts set before the process starts (a preloaded BLAS reads them when it loads,
     before any Python runs, and Snakemake would otherwise set them to the job's `threads`),
     the configured BLAS in place of the bundled one, and unbuffered output, so that a killed
@@ -273,8 +276,8 @@ def job_environment(section=None, framework="mxnet"):
     unset = [word for name in EMPTY_BLAS_VARIABLES for word in ("-u", name)]
     variables = [f"{name}={n}" for name in PINNED_THREAD_VARIABLES]
     variables.append("PYTHONUNBUFFERED=1")
-    preload = SYSTEM_BLAS and framework == "mxnet"
-    forced = CORETYPE and framework == "mxnet"
+    preload = SYSTEM_BLAS and FRAMEWORK[framework].blas_variant
+    forced = CORETYPE and FRAMEWORK[framework].blas_variant
     return (
         unset
         + variables

@@ -1,5 +1,5 @@
 # One rule per section of the chapter and framework, named after it (`snakemake --forcerun
-# hybridize` for MXNet's, `hybridize_pytorch` for its PyTorch twin). Each calls
+# hybridize` for the documents' framework's, `hybridize_<framework>` for a twin). Each calls
 # scripts/sections/<framework>/<section>.py in that framework's environment with explicit
 # arguments from the preset, holds the whole machine lock while it times, and
 # records a failure instead of losing the other sections' results.
@@ -16,6 +16,8 @@ rule machine_info:
         f"{RESULTS}/benchmarks/machine_info.tsv"
     conda:
         MACHINE_ENV
+    resources:
+        **SECTION_TABLE.OTHER_JOBS["machine_info"],
     params:
         py=MACHINE_PY,
         machine=RESULTS_ID,
@@ -34,6 +36,8 @@ rule blas_reference:
         f"results/{MACHINE}/logs/blas_reference.log",
     conda:
         EXPERIMENT_ENV
+    resources:
+        **SECTION_TABLE.OTHER_JOBS["blas_reference"],
     params:
         py=EXPERIMENT_PY,
     shell:
@@ -48,7 +52,7 @@ for section, framework in JOBS:
         input:
             unpack(
                 lambda wildcards, section=section, framework=framework: (
-                    blas_inputs(section) if framework == "mxnet" else {}
+                    blas_inputs(section) if FRAMEWORK[framework].blas_variant else {}
                 )
             ),
             script=f"scripts/sections/{framework}/{section}.py",
@@ -60,7 +64,12 @@ for section, framework in JOBS:
             f"{RESULTS}/benchmarks/{rule_name(section, framework)}.tsv"
         conda:
             CONDA_ENV[framework]
+        # The whole machine lock (local runs); under SLURM, the section's own request
+        # (d2lperf.sections): its node exclusively, its GPUs, time and memory.
         resources:
+            **SECTION_TABLE.slurm_resources(
+                section, FRAMEWORK[framework].gpu_everywhere, config["threads"]
+            ),
             machine_lock=MACHINE_LOCK,
         params:
             # Bound here, while the loop is at this section: the shell line below is

@@ -89,13 +89,25 @@ rule compare:
         " --plot {output.plot:q} > {log:q} 2>&1"
 
 
+rule sections_table:
+    """The report's order and headings of the sections, from the table of sections."""
+    output:
+        f"{RESULTS}/sections.csv",
+    log:
+        f"{RESULTS}/logs/sections_table.log",
+    params:
+        table=SECTION_TABLE.CSV_COLUMNS,
+    run:
+        SECTION_TABLE.write_csv(output[0])
+
+
 rule report:
     input:
         unpack(comparison_inputs),
         unpack(kept_record),
         script="scripts/render_report.py",
         template="report/templates/report.html.j2",
-        sections="report/sections.csv",
+        sections=rules.sections_table.output[0],
         labels="report/labels.csv",
         claims="report/claims.csv",
         machine=f"{RESULTS}/machine.json",

@@ -47,7 +47,6 @@ from d2lperf import torch as d2l
 from d2lperf.results import Recorder, read_json, report, write_json
 
 SEED = 0
-CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
 def get_net():

@@ -1,0 +1,250 @@
+"""The chapter's sections, once: everything the workflow, the config check, the plots and
+the report need to know about a section is one entry of ``SECTIONS`` below.
+
+A section is a pair of scripts, ``scripts/sections/<framework>/<name>.py`` (one per
+framework that has it), plus its entry here. The Snakefile makes one rule per entry and
+framework and takes each job's SLURM resources from it; the config check takes the
+section's preset options from it (so a preset must have an entry for every section,
+with the keys it requires); the plots take their titles and kind; the report its order
+and headings (``write_csv`` writes the table the report reads).
+
+This module imports nothing but the standard library: the Snakefile, the config check
+and the section scripts all read it, and reading it must load nothing else.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# JSON-schema pieces of the preset options, defined once in the config schema's $defs.
+COUNT = {"$ref": "#/$defs/count"}
+WARMUP = {"$ref": "#/$defs/warmup"}
+SIZE = {"$ref": "#/$defs/size"}
+SEED = {"type": "integer", "minimum": 0}
+TRAINING = {"$ref": "#/$defs/training"}
+# The options every side-by-side timing takes (experiment.parser's "timing" group).
+BUDGET = {"$ref": "#/$defs/budget_seconds"}
+REPEATED = {"warmup": WARMUP, "repeats": COUNT, "processes": COUNT, "budget_seconds": BUDGET,
+            "seed": SEED}
+REPEATED_REQUIRED = ("warmup", "repeats")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the chapter (or the machine's ceilings), as every step sees it.
+
+    ``options`` is the JSON schema of its preset entry: a mapping of property schemas
+    (or a whole schema, as ``TRAINING``); ``required`` the keys every preset must set.
+    ``document_options``: the workload options with the document's values, which both
+    twins' command lines take as defaults (``experiment.parser(section=...)``);
+    ``document_runs``: a training section's calls of the documents' ``train(num_gpus,
+    batch_size, lr)`` and epochs, the defaults of ``training.parser``.
+    ``framework_options``: preset keys that only one framework's script takes.
+    ``plot``: how plots.py draws it (``timing``, ``memory``, ``training``, ``rates``);
+    ``off_the_plot``: cases kept in its table but off its timing plot.
+    ``gpus``: GPUs the section was written for; ``cpu_stand_in``: where the machine has
+    fewer, it runs on CPU contexts as the document did (else it is skipped, unless the
+    config's gpu_sections_on_cpu says otherwise); ``data``: trains on Fashion-MNIST;
+    ``blas``: its timings rest on BLAS calls (a BLAS variant checks its numerics);
+    ``exports_model``: its script writes a model folder beside its results.
+    ``frameworks``: the frameworks that have it (None: every registered one);
+    ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
+    ``runtime`` (minutes) and ``mem_mb``: what each of its jobs asks SLURM for."""
+
+    name: str
+    title: str
+    plot_title: str
+    document: str = "seeds/000"
+    heading: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    document_options: tuple[tuple[str, int, str], ...] = ()
+    document_runs: Mapping[str, Any] = field(default_factory=dict)
+    framework_options: Mapping[str, str] = field(default_factory=dict)
+    plot: str = "timing"
+    off_the_plot: tuple[str, ...] = ()
+    gpus: int = 0
+    cpu_stand_in: bool = False
+    data: bool = False
+    blas: bool = False
+    exports_model: bool = False
+    frameworks: tuple[str, ...] | None = None
+    takes_device: bool = True
+    runtime: int = 30
+    mem_mb: int = 8000
+
+    def options_schema(self) -> dict[str, Any]:
+        """The JSON schema of this section's entry in a preset."""
+        if "$ref" in self.options:
+            return dict(self.options)
+        return {"type": "object", "additionalProperties": False,
+                "required": list(self.required), "properties": dict(self.options)}
+
+    def has(self, framework: str) -> bool:
+        return self.frameworks is None or framework in self.frameworks
+
+
+# In the documents' order: the report shows them so.
+SECTIONS: dict[str, Section] = {s.name: s for s in [
+    Section(
+        "hybridize",
+        title="Hybrid imperative and symbolic programming (hybridize)",
+        heading="命令式和符号式混合编程",
+        plot_title="MLP forward passes before and after hybridize()",
+        options={"forward_passes": COUNT, **REPEATED,
+                 "compile_runs": {**COUNT, "description": "PyTorch only, cold and warm "
+                                  "torch.compile timings in fresh processes"}},
+        required=("forward_passes", *REPEATED_REQUIRED),
+        document_options=(("--forward-passes", 1000, "MLP forward passes per timed sample"),),
+        framework_options={"compile_runs": "pytorch"},
+        off_the_plot=("jit_script_compile", "torch_compile_cold", "torch_compile_warm"),
+        exports_model=True,
+    ),
+    Section(
+        "async_computation",
+        title="Asynchronous computation",
+        heading="异步计算",
+        plot_title="Asynchronous computation",
+        options={"size": SIZE, "loop_iterations": COUNT, **REPEATED},
+        required=("size", "loop_iterations", *REPEATED_REQUIRED),
+        document_options=(("--size", 2000, "side of the square matrices"),
+                          ("--loop-iterations", 1000, "x + 1 operations per timed loop")),
+        blas=True,
+    ),
+    Section(
+        "async_memory",
+        title="Memory impact of asynchronous computation",
+        heading="异步计算对内存的影响",
+        plot_title="Memory impact of asynchronous computation",
+        options={"batches": COUNT, "batch_size": COUNT, "report_every": COUNT,
+                 "warmup": WARMUP, "repeats": COUNT},
+        required=("batches", "batch_size", "report_every", *REPEATED_REQUIRED),
+        plot="memory",
+    ),
+    Section(
+        "auto_parallelism",
+        title="Automatic parallelism: CPU and GPU, computation and communication",
+        heading="CPU和GPU的并行计算; 计算和通信的并行计算",
+        plot_title="Automatic parallelism: CPU and GPU, compute and copy",
+        options={"cpu_size": SIZE, "gpu_size": SIZE, "dots": COUNT, **REPEATED},
+        required=("cpu_size", "gpu_size", "dots", *REPEATED_REQUIRED),
+        document_options=(("--cpu-size", 2000, "x_cpu is cpu-size x cpu-size"),
+                          ("--gpu-size", 6000, "x_gpu is gpu-size x gpu-size"),
+                          ("--dots", 10, "matrix products per run(x)")),
+        gpus=1,
+        blas=True,
+    ),
+    Section(
+        "small_ops_parallel",
+        title="Small computations, in parallel",
+        heading="简单计算量小，并行计算",
+        plot_title="Two small random draws, separately and together",
+        options={"size": SIZE, **REPEATED},
+        required=("size", *REPEATED_REQUIRED),
+        document_options=(("--size", 2000, "X and Y are size x size"),),
+    ),
+    Section(
+        "multi_gpu_scratch",
+        title="Multi-device training from scratch (LeNet, allreduce, split_and_load)",
+        heading="多GPU并行计算",
+        plot_title="LeNet from scratch, 1 vs 2 devices",
+        options=TRAINING,
+        document_runs={"devices_per_run": [1, 2], "batch_sizes": [256, 256],
+                       "learning_rates": [0.2, 0.2], "epochs": 4},
+        plot="training",
+        gpus=2,
+        cpu_stand_in=True,
+        data=True,
+        blas=True,
+        runtime=60,
+    ),
+    Section(
+        "multi_gpu_gluon",
+        title="Concise multi-device training with Gluon (ResNet-18)",
+        document="seeds/000 and seeds/001",
+        heading="多GPU简洁实现; 多 GPU 训练",
+        plot_title="ResNet-18, 1 vs 2 devices",
+        options=TRAINING,
+        document_runs={"devices_per_run": [1, 2], "batch_sizes": [256, 512],
+                       "learning_rates": [0.1, 0.2], "epochs": 10},
+        plot="training",
+        gpus=2,
+        data=True,
+        runtime=120,
+        mem_mb=16000,
+    ),
+    # not a section of the chapter: this machine's peak rates, which the report sets the
+    # timings against; the best of every framework's libraries (so every framework has it)
+    Section(
+        "ceilings",
+        title="Machine ceilings: peak matrix-multiply rate and memory bandwidth, measured here",
+        document="this machine",
+        plot_title="Machine ceilings (GFLOP/s for dot, GB/s for copies)",
+        options={"dot_sizes": {"type": "array", "minItems": 1, "items": SIZE},
+                 "copy_mb": {"type": "integer", "minimum": 1, "maximum": 16384},
+                 "warmup": WARMUP, "repeats": COUNT},
+        required=("dot_sizes", "copy_mb", *REPEATED_REQUIRED),
+        plot="rates",
+        blas=True,
+        takes_device=False,
+    ),
+]}
+
+# What the jobs that are not sections ask SLURM for (minutes, MB): machine_info records
+# the compute node, with the GPUs the sections use so that it sees them where SLURM
+# confines devices; blas_reference (only with blas: system) the stock BLAS's results.
+OTHER_JOBS: dict[str, dict[str, int]] = {
+    "machine_info": {"cpus_per_task": 1, "mem_mb": 2000, "runtime": 10,
+                     "gpu": max(s.gpus for s in SECTIONS.values())},
+    "blas_reference": {"cpus_per_task": 2, "mem_mb": 4000, "runtime": 10},
+}
+# Cores of a timing job's SLURM allocation when config key threads is "auto" (one thread
+# per core of the job): the test cluster's. Set threads to a number to ask for that many.
+TIMING_CPUS = 2
+# Quoted twice: Snakemake evaluates resource strings, the SLURM plugin passes this to
+# sbatch. A timing job has its node to itself: nothing shares its cores, memory bandwidth
+# or GPUs while it times.
+EXCLUSIVE = "'--exclusive'"
+
+CSV_COLUMNS = ("experiment", "document", "heading", "title")
+
+
+def names() -> list[str]:
+    """Every section, in the report's order."""
+    return list(SECTIONS)
+
+
+def framework_options() -> dict[str, str]:
+    """Preset keys only one framework's script takes, over every section."""
+    return {k: v for s in SECTIONS.values() for k, v in s.framework_options.items()}
+
+
+def preset_schema() -> dict[str, Any]:
+    """The JSON schema of one preset: an entry per section, each with its options."""
+    return {"type": "object", "additionalProperties": False, "required": names(),
+            "properties": {name: s.options_schema() for name, s in SECTIONS.items()}}
+
+
+def slurm_resources(section: str, framework_gpus: bool, threads: int | str) -> dict[str, Any]:
+    """What one timing job asks SLURM for: its node exclusively, the section's time and
+    memory, its GPUs (at least one for a framework that runs every section on a GPU where
+    there is one: ``framework_gpus``; none asked for where it needs none), and a core per
+    thread."""
+    entry = SECTIONS[section]
+    gpus = max(entry.gpus, 1) if framework_gpus else entry.gpus
+    wanted = {"cpus_per_task": TIMING_CPUS if threads == "auto" else int(threads),
+              "mem_mb": entry.mem_mb, "runtime": entry.runtime, "slurm_extra": EXCLUSIVE}
+    return {**wanted, "gpu": gpus} if gpus else wanted
+
+
+def write_csv(path: str | Path) -> None:
+    """The report's table of sections: order, document, the document's heading, title."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for s in SECTIONS.values():
+            writer.writerow((s.name, s.document, s.heading, s.title))

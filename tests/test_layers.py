@@ -1,0 +1,150 @@
+"""The library in layers: no module of the project imports, directly or through others,
+a module that imports it back; the leaves (errors, argument types, the tables of sections
+and frameworks) import nothing of the library above them; one version of each twin."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+PACKAGE = REPO / "scripts/d2lperf"
+# The leaves: what every other layer may import; they import no layer above them.
+LEAVES = {"errors": set(), "frameworks": set(), "sections": set(),
+          "arguments": {"sections"}, "devices": set()}
+
+
+def imports(path: Path) -> set[str]:
+    """The d2lperf modules a file imports anywhere in it (top level or inside a function:
+    either completes a cycle when it runs)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "d2lperf":
+                found |= {a.name for a in node.names}
+            elif node.module.startswith("d2lperf."):
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names
+                      if a.name.startswith("d2lperf.")}
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    return {m: imports(PACKAGE / f"{m}.py") & modules for m in modules}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the import graph, as the modules along it, or None."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        state[node] = "done"
+        path.pop()
+        return None
+
+    for node in sorted(edges):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_the_cycle_finder_finds_one():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_no_import_cycle_in_the_library():
+    cycle = find_cycle(graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_leaves_import_nothing_above_them():
+    edges = graph()
+    for leaf, allowed in LEAVES.items():
+        assert edges[leaf] <= allowed, (leaf, sorted(edges[leaf] - allowed))
+
+
+def test_no_script_imports_a_module_that_imports_the_script_back():
+    """The scripts import the library, never the other way round."""
+    modules = {p.stem for p in (REPO / "scripts").glob("*.py")}
+    for path in PACKAGE.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert not {a.name for a in node.names} & modules, path
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert node.module not in modules, path
+
+
+@pytest.mark.parametrize("text", ["inf", "-1", "0", "nan", "x"])
+def test_learning_rates_refuse_what_is_not_a_finite_positive_number(text):
+    from d2lperf import training
+
+    p = training.parser("toy", "multi_gpu_scratch")
+    with pytest.raises(SystemExit):
+        p.parse_args(["--csv", "a", "--sidecar", "b", "--learning-rates", text, text])
+
+
+def test_one_list_of_device_kinds():
+    from d2lperf import devices
+
+    for name in ("mxnet", "torch"):
+        source = (PACKAGE / f"{name}.py").read_text(encoding="utf-8")
+        assert "KINDS = " not in source, name
+    assert devices.KINDS == ("gpu", "cpu")
+
+
+def project_text_files() -> list[Path]:
+    """The project's own text: its code, rules, profiles, docs and tests (not results,
+    environments or the documents' tests data)."""
+    keep = (".py", ".smk", ".yaml", ".md", ".sh", ".j2")
+    found = [REPO / name for name in ("Makefile", "Snakefile", "README.md")]
+    for folder in ("scripts", "workflow", "tests", "bench", "docs", "config", "envs", "profiles"):
+        found += [p for p in (REPO / folder).rglob("*") if p.is_file() and p.suffix in keep
+                  and "__pycache__" not in p.parts and "data" not in p.parts[-2:-1]]
+    return found
+
+
+def test_every_design_pointer_names_a_heading_of_the_design_document():
+    """Comments cite docs/design.md by heading; each heading cited must be there."""
+    import re
+
+    headings = {line.lstrip("#").strip()
+                for line in (REPO / "docs/design.md").read_text(encoding="utf-8").splitlines()
+                if line.startswith("#")}
+    cited = {}
+    for path in project_text_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for found in re.finditer(r"docs/design\.md,\s*(?:#\s*)?[\"'“]([^\"'”]+)[\"'”]", text):
+            cited.setdefault(" ".join(found.group(1).split()), path)
+    assert cited, "no pointer found: the pattern is wrong"
+    missing = {h: str(p.relative_to(REPO)) for h, p in cited.items() if h not in headings}
+    assert not missing, missing
+
+
+def test_nothing_cites_a_document_or_an_issue_outside_the_project():
+    import re
+
+    stale = re.compile(r"DESIGN\.md|(?i:\bdecision \d+|\bissues? #?\d+)")
+    me = Path(__file__).resolve()
+    hits = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in project_text_files() if p != me
+            for m in [stale.search(p.read_text(encoding="utf-8", errors="replace"))] if m]
+    assert not hits, hits

@@ -1,0 +1,64 @@
+"""The table of sections is the one place a section is declared: the config check, the
+section scripts' defaults and the documents' preset all agree with it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import REPO
+from d2lperf import sections
+from d2lperf.configcheck import ConfigError, check_config, load_schema
+
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
+
+
+def test_every_preset_must_have_every_section_of_the_table():
+    schema = load_schema(SCHEMA)
+    assert schema["$defs"]["preset"]["required"] == sections.names()
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
+    del config["presets"]["ci"]["small_ops_parallel"]
+    with pytest.raises(ConfigError, match="presets.ci is missing a key: 'small_ops_parallel'"):
+        check_config(config, SCHEMA)
+
+
+def test_a_section_option_the_table_does_not_know_is_refused_naming_the_allowed():
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
+    config["presets"]["ci"]["async_memory"]["processes"] = 2
+    with pytest.raises(ConfigError, match="'processes' in presets.ci.async_memory; allowed keys "
+                                          "there: batch_size, batches, repeats, report_every"):
+        check_config(config, SCHEMA)
+
+
+def test_the_documents_preset_runs_the_documents_workloads():
+    """The documents' preset and the scripts' defaults are the same document values."""
+    preset = CONFIG["presets"]["documents"]
+    for name, entry in sections.SECTIONS.items():
+        for flag, default, _ in entry.document_options:
+            assert preset[name][flag.removeprefix("--").replace("-", "_")] == default, name
+        runs = entry.document_runs
+        if runs:
+            assert preset[name]["devices"] == runs["devices_per_run"], name
+            for key in ("batch_sizes", "learning_rates", "epochs"):
+                assert preset[name][key] == runs[key], (name, key)
+def test_every_section_has_a_script_for_each_of_its_frameworks():
+    from d2lperf import frameworks
+
+    for name, entry in sections.SECTIONS.items():
+        for framework in frameworks.names():
+            script = REPO / "scripts/sections" / framework / f"{name}.py"
+            assert script.exists() == entry.has(framework), script
+
+
+def test_the_table_loads_nothing_but_the_standard_library():
+    """The Snakefile reads it at every start: it must not import the library's heavy parts."""
+    program = ("import sys; sys.path.insert(0, 'scripts'); import d2lperf.sections, "
+               "d2lperf.frameworks; print(sorted(m for m in sys.modules if m.startswith("
+               "('d2lperf', 'numpy', 'pandas', 'torch', 'mxnet'))))")
+    done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "['d2lperf', 'd2lperf.frameworks', 'd2lperf.sections']"
