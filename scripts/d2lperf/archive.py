@@ -40,6 +40,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from d2lperf import children
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 from d2lperf.machine import MachineIdError, check_machine_id
 from d2lperf.results import RecordError, check_run, section_folder
@@ -399,18 +400,8 @@ def _remove_dead_staging(results_root: Path) -> None:
     """Staging folders of imports that were killed (their process is gone)."""
     for folder in results_root.glob(f"{STAGING_PREFIX}*"):
         pid = folder.name[len(STAGING_PREFIX):].split("-", 1)[0]
-        if folder.is_dir() and pid.isdigit() and not _alive(int(pid)):
+        if folder.is_dir() and pid.isdigit() and not children.alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def import_archive(archive: Path, results_root: Path, schema: Path,

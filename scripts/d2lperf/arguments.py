@@ -112,3 +112,13 @@ def parser(description: str, *, repeated: bool = True,
         timing.add_argument("--process", type=non_negative_int, default=None,
                             help=argparse.SUPPRESS)  # set for its children by --processes
     return p
+
+
+def ceilings_parser(description: str) -> argparse.ArgumentParser:
+    """The ceilings sections' command line (every framework measures the same sizes)."""
+    p = parser(description)
+    p.add_argument("--dot-sizes", type=positive_int, nargs="+", default=[2000, 4000],
+                   help="square matrix sizes for the matrix-multiply rates")
+    p.add_argument("--copy-mb", type=positive_int, default=256,
+                   help="megabytes copied for the bandwidth figures")
+    return p

@@ -42,7 +42,8 @@ def _exit_on(signum, frame):
     raise SystemExit(128 + signum)  # unwinds, so the folder below is removed
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still exists (another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -59,7 +60,7 @@ def temporary_folder(prefix: str) -> Iterator[Path]:
     root = Path(tempfile.gettempdir())
     for stale in root.glob(f"{prefix}*"):
         pid = stale.name[len(prefix):].split("-", 1)[0]
-        if stale.is_dir() and pid.isdigit() and not _alive(int(pid)):
+        if stale.is_dir() and pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     handlers = {s: signal.signal(s, _exit_on) for s in (signal.SIGTERM, signal.SIGHUP)}
     folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import blas, experiment, mxnet_gpu, timing
+from d2lperf import arguments, blas, experiment, mxnet_gpu, timing
 from d2lperf.results import Recorder
 from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
 
@@ -110,14 +110,6 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
     gpu_ceilings(rec, args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0])
-    p.add_argument("--dot-sizes", type=experiment.positive_int, nargs="+", default=[2000, 4000],
-                   help="square matrix sizes for the matrix-multiply rates")
-    p.add_argument("--copy-mb", type=experiment.positive_int, default=256,
-                   help="megabytes copied for the bandwidth figures")
-    return p
-
-
 if __name__ == "__main__":
-    sys.exit(experiment.main("ceilings", "mxnet", build_parser(), body))
+    parser = arguments.ceilings_parser(__doc__.splitlines()[0])
+    sys.exit(experiment.main("ceilings", "mxnet", parser, body))

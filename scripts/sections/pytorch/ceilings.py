@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-from d2lperf import experiment, timing
+from d2lperf import arguments, experiment, timing
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder
 from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
@@ -98,14 +98,6 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
         rec.notes["gpu_ceilings"] = "not measured: no CUDA GPU visible to PyTorch"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0])
-    p.add_argument("--dot-sizes", type=experiment.positive_int, nargs="+", default=[2000, 4000],
-                   help="square matrix sizes for the matrix-multiply rates")
-    p.add_argument("--copy-mb", type=experiment.positive_int, default=256,
-                   help="megabytes copied for the bandwidth figures")
-    return p
-
-
 if __name__ == "__main__":
-    sys.exit(experiment.main("ceilings", "pytorch", build_parser(), body))
+    parser = arguments.ceilings_parser(__doc__.splitlines()[0])
+    sys.exit(experiment.main("ceilings", "pytorch", parser, body))
