@@ -143,7 +143,7 @@ def test_every_design_pointer_names_a_heading_of_the_design_document():
 def test_nothing_cites_a_document_or_an_issue_outside_the_project():
     import re
 
-    stale = re.compile(r"DESIGN\.md|(?i:\bdecision \d+|\bissues? #?\d+)")
+    stale = re.compile(r"DESIGN\.md|STYLE\.md|(?i:\bdecision \d+|\bissues? #?\d+)")
     me = Path(__file__).resolve()
     hits = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in project_text_files() if p != me
             for m in [stale.search(p.read_text(encoding="utf-8", errors="replace"))] if m]

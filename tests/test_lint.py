@@ -1,4 +1,5 @@
-"""The code stays as STYLE.md asks: ruff clean, snakefmt clean, `snakemake --lint` clean."""
+"""The code stays clean by the project's own rules: ruff (pyproject.toml), snakefmt, and
+`snakemake --lint`."""
 
 import subprocess
 
