@@ -42,7 +42,6 @@ from d2lperf.workloads import AT_LIMIT
 
 Row = dict[str, Any]
 FRAMEWORKS = LABELS  # display names, in column order (the framework registry's)
-DEFAULT_FRAMEWORK = DOCUMENTS  # run records written before there were two frameworks
 REPORT_FOLDER = Path(__file__).resolve().parents[1] / "report"  # labels.csv, claims.csv
 RAN = ("ok", "failed")  # statuses of a section that did something worth showing
 CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, names)
@@ -92,7 +91,7 @@ def records(path: Path) -> list[Row]:
     rows = frame.to_dict("records")
     for row in rows:
         if "framework" in row and not row["framework"]:
-            row["framework"] = DEFAULT_FRAMEWORK
+            row["framework"] = DOCUMENTS
     return rows
 
 
@@ -126,7 +125,7 @@ def side_by_side(summary: Iterable[Row], frameworks: list[str], labels: Labels) 
                          "variant": r.get("variant"), "document": r.get("document"),
                          "cells": {}}
         if r.get("median") is not None or r.get("framework") not in rows[key]["cells"]:
-            rows[key]["cells"][r.get("framework") or DEFAULT_FRAMEWORK] = r
+            rows[key]["cells"][r.get("framework") or DOCUMENTS] = r
     ordered = sorted(rows.values(), key=lambda row: row["extra"])  # stable: keeps the order
     for row in ordered:
         row["cells"] = [cell_view(row, row["cells"].get(f)) for f in frameworks]
@@ -176,7 +175,7 @@ def outputs_side_by_side(outputs: Iterable[Row], frameworks: list[str],
                                     "label": label or o["case"], "labelled": bool(label),
                                     "document_printed": o.get("document_printed"),
                                     "extra": o.get("document_printed") is None, "cells": {}})
-        row["cells"][o.get("framework") or DEFAULT_FRAMEWORK] = o
+        row["cells"][o.get("framework") or DOCUMENTS] = o
     for row in rows.values():
         row["cells"] = [row["cells"].get(f) for f in frameworks]
     return list(rows.values())
@@ -259,7 +258,7 @@ def accuracy_words(claim: Row, framework: str | None, summary: list[Row]) -> str
         if framework is None:
             parts.append(f"{last['document_printed']}")
             continue
-        mine = [r for r in rows if (r.get("framework") or DEFAULT_FRAMEWORK) == framework
+        mine = [r for r in rows if (r.get("framework") or DOCUMENTS) == framework
                 and r.get("median") is not None]
         at = [r for r in mine if r["epoch"] == last["epoch"]]
         if at:
@@ -307,7 +306,7 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
                                           "short": meta["short"], "section": v["section"],
                                           "rule": v.get("rule"), "by": {}, "document": "",
                                           "applies": "", "rules": {}})
-        framework = v["framework"] or DEFAULT_FRAMEWORK
+        framework = v["framework"] or DOCUMENTS
         row["rules"][FRAMEWORKS.get(framework, framework)] = v.get("rule")
         effect = effect_words(meta["form"], v.get("ratio"), v.get("ratio_low"),
                               v.get("ratio_high"), v.get("effect"))
@@ -402,7 +401,7 @@ def check_lines(verdicts: list[Row], frameworks: list[str],
         cells = []
         for framework in frameworks:
             mine = [v for v in checks if v["name"] in names
-                    and (v["framework"] or DEFAULT_FRAMEWORK) == framework]
+                    and (v["framework"] or DOCUMENTS) == framework]
             if not mine:
                 cells.append(None)
                 continue
@@ -445,7 +444,7 @@ def overview(figures: list[Row], summary: list[Row], frameworks: list[str],
     an inline SVG, and the same numbers as a table (the figure's text alternative)."""
     by_key: dict[tuple, dict[str, Row]] = {}
     for r in summary:
-        by_key.setdefault(figure_key(r), {})[r.get("framework") or DEFAULT_FRAMEWORK] = r
+        by_key.setdefault(figure_key(r), {})[r.get("framework") or DOCUMENTS] = r
     rows = []
     for r in overview_rows(figures, frameworks):
         doc = r["document_value"]
@@ -558,7 +557,7 @@ def overview_svg(rows: list[Row], frameworks: list[str], titles: dict[str, Row],
 # --- sections --------------------------------------------------------------------------
 
 def run_key(run: Row) -> tuple[str, str]:
-    return run.get("framework") or DEFAULT_FRAMEWORK, run["experiment"]
+    return run.get("framework") or DOCUMENTS, run["experiment"]
 
 
 def how_to_run(experiment: str, frameworks: list[str], reason: str) -> Row:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from d2lperf import claims, workloads
 from d2lperf.experiment import positive_fraction
+from d2lperf.frameworks import DOCUMENTS  # older records' framework
 from d2lperf.results import RecordError, read_run
 from d2lperf.tables import (
     KEY,
@@ -30,7 +31,6 @@ from d2lperf.tables import (
 )
 
 Runs = dict[str, dict[str, dict]]  # framework -> experiment -> run record
-DEFAULT_FRAMEWORK = "mxnet"  # run records written before there were two frameworks
 
 
 def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
@@ -40,7 +40,7 @@ def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
     frames = []
     for sidecar in sidecars:
         run = read_run(sidecar, schema.parent)
-        runs.setdefault(run.get("framework", DEFAULT_FRAMEWORK), {})[run["experiment"]] = run
+        runs.setdefault(run["framework"], {})[run["experiment"]] = run
         frames.append(load_samples(sidecar.with_name("samples.csv"), schema))
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, samples
@@ -54,7 +54,7 @@ def summary_table(runs: Runs, samples: pd.DataFrame, reference: pd.DataFrame):
         columns={"printed": "document_printed", "unit": "document_unit"}
     )
     # Keep the documents' order, then cases the documents did not print, in run order.
-    frameworks = pd.DataFrame({"framework": sorted(runs) or [DEFAULT_FRAMEWORK]})
+    frameworks = pd.DataFrame({"framework": sorted(runs) or [DOCUMENTS]})
     figures = figures.assign(_document_order=range(len(figures))).merge(frameworks, how="cross")
     measured = measured.assign(_run_order=range(len(measured)))
     table = figures.merge(measured, on=[*KEY, "framework"], how="outer").sort_values(
@@ -162,7 +162,7 @@ def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
                 label, rule = "other parameters", f"not compared: {other}"
             elif designed:
                 label, rule = "by design", f"differs by {framework}'s design: {designed}"
-            elif got is not None and framework != DEFAULT_FRAMEWORK \
+            elif got is not None and framework != DOCUMENTS \
                     and ref["match"] not in FRAMEWORK_NEUTRAL_RULES \
                     and ref["case"] not in FRAMEWORK_NEUTRAL_OUTPUTS:
                 label, rule = "counterpart", (f"{framework}'s own counterpart: not comparable "

@@ -42,6 +42,7 @@ import yaml
 
 from d2lperf import children
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE
+from d2lperf.frameworks import DOCUMENTS
 from d2lperf.machine import MachineIdError, check_machine_id
 from d2lperf.results import RecordError, check_run, section_folder
 from d2lperf.tables import TableError, check_summary_rows, load_samples, summary_schema
@@ -292,7 +293,7 @@ def _check_summary(members: dict[str, bytes], machine: str, schema: Path) -> Non
         raise ArchiveError(str(error)) from None
     for row in rows:
         if row["median"]:
-            figures.add(section_folder(row["experiment"], row.get("framework") or "mxnet"))
+            figures.add(section_folder(row["experiment"], row.get("framework") or DOCUMENTS))
     for folder in sorted(figures):
         for raw in ("samples.csv", "run.json"):
             if f"{machine}/{folder}/{raw}" not in members:
@@ -315,7 +316,7 @@ def _check_verdicts(members: dict[str, bytes], machine: str) -> None:
         if row["verdict"] not in VERDICTS:
             raise ArchiveError(f"{name}: row {number}: verdict {row['verdict']!r} is not one "
                                f"of {', '.join(VERDICTS)}")
-        key = (row.get("framework") or "mxnet", row["name"])
+        key = (row.get("framework") or DOCUMENTS, row["name"])
         if key in claims:
             raise ArchiveError(f"{name}: row {number}: claim {row['name']!r} twice"
                                + (f" for {key[0]}" if row.get("framework") else ""))
