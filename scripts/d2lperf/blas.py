@@ -19,6 +19,7 @@ the section instead of being timed.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import shutil
@@ -352,9 +353,8 @@ def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
     """Refuse the section (experiment.Refused) when one of the framework's matrix
     products (PROBES) of n x n is off a float64 reference computed without BLAS by more
     than probe_tolerance; record each check, its kernel and the BLAS variables inherited.
-    Where OPENBLAS_CORETYPE forces a kernel, a child process runs the products first, so
-    that a kernel that crashes on this CPU is refused with the reason instead of killing
-    the section. ``products``: stand-ins (a test's wrong BLAS) for the real ones."""
+    Runs in the process that calls it; a section calls ``probe_apart``. ``products``:
+    stand-ins (a test's wrong BLAS) for the real ones."""
     from d2lperf.errors import Refused
 
     environment = blas_environment()
@@ -363,13 +363,7 @@ def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
     record["blas_probe"] = {"size": n, "environment": environment, "empty": empty_variables(),
                             "reference": f"float64 without BLAS: every entry of {PROBE_ROWS} "
                                          f"rows and {PROBE_ROWS} columns, every row and "
-                                         "column sum", "checks": checks}
-    if forced is not None and products is None:
-        crashed = crash_in_child(framework, n)
-        if crashed:
-            record["blas_probe"]["crashed"] = crashed
-            raise Refused(f"OPENBLAS_CORETYPE={forced!r}: {framework}'s matrix products "
-                          f"{crashed} in a test process: no figures reported")
+                                         "column sum", "pid": os.getpid(), "checks": checks}
     if products is None:
         products = {}
         for library, dtype in PROBES.get(framework, ()):
@@ -402,25 +396,56 @@ def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
                           f"{check['tolerance']:.1e}{empty}{forcing}: no figures reported")
 
 
-def crash_in_child(framework: str, n: int, timeout: float = 600) -> str | None:
-    """How the framework's products in a fresh process with this environment ended
-    badly ('crashed with SIGILL'), or None when they ran."""
+# What the probe's own process runs: the probe, then the variant's check against the stock
+# dot where there is one; what they recorded (and a refusal's reason) is its last line.
+_APART = """\
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from d2lperf import blas
+from d2lperf.errors import Refused
+record, refused = {}, None
+try:
+    blas.probe(sys.argv[2], record, int(sys.argv[3]))
+    if sys.argv[4]:
+        blas.check_blas(Path(sys.argv[4]), record)
+except Refused as why:
+    refused = str(why)
+print(json.dumps({"record": record, "refused": refused}))
+"""
+
+
+def probe_apart(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
+                reference: Path | None = None, timeout: float = 600) -> None:
+    """``probe`` (and ``check_blas`` against ``reference``, on a variant BLAS) in a fresh
+    process of this interpreter and environment, never in the one that times: products
+    of the probe's size there change what is timed after them (on the build machine,
+    MXNet's hybridized MLP ran 3-4x slower in a process that had run the probe first).
+    The fresh process loads the same libraries and reads the same variables, so what it
+    finds holds here; it goes into ``record``. Refuses the section where the probe
+    refused, or where the products crashed (a forced kernel this CPU lacks) or hung."""
+    from d2lperf import children
+    from d2lperf.errors import Refused
+
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    forcing = f"OPENBLAS_CORETYPE={forced!r}: " if forced is not None else ""
+    record["blas_probe"] = {"size": n, "environment": blas_environment(),
+                            "empty": empty_variables(), "checks": []}
     scripts = str(Path(__file__).resolve().parents[1])
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from d2lperf import blas\n"
-            "a, b = blas.probe_matrices(min(int(sys.argv[3]), blas.FLOAT64_PROBE_SIZE))\n"
-            "products = []\n"
-            "for p in blas.PROBES.get(sys.argv[2], ()):\n"
-            "    try: products.append(blas.multiply_for(*p))\n"
-            "    except ImportError: pass\n"
-            "[multiply(a, b) for multiply in products]")
     try:
-        done = subprocess.run([sys.executable, "-c", code, scripts, framework, str(n)],
-                              capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([sys.executable, "-c", _APART, scripts, framework, str(n),
+                               str(reference or "")], stdout=subprocess.PIPE, text=True,
+                              timeout=timeout, preexec_fn=children.die_with_parent)
     except subprocess.TimeoutExpired:
-        return f"did not finish in {timeout:.0f} s"
-    if done.returncode < 0:
-        return f"crashed with {signal.Signals(-done.returncode).name}"
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [""])[-1][:200]
-        return f"failed (exit code {done.returncode}: {last})"
-    return None
+        how = f"did not finish in {timeout:.0f} s"
+    else:
+        how = (f"crashed with {signal.Signals(-done.returncode).name}" if done.returncode < 0
+               else f"failed (exit code {done.returncode})" if done.returncode else None)
+    if how:
+        record["blas_probe"]["crashed"] = how
+        raise Refused(f"{forcing}{framework}'s matrix products {how} in the BLAS probe's "
+                      "process: no figures reported")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    record.update(found["record"])
+    if found["refused"]:
+        raise Refused(found["refused"])

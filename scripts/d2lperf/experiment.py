@@ -37,7 +37,6 @@ from d2lperf.arguments import (  # noqa: F401  (the section scripts' command lin
     positive_int,
     usage_error,
 )
-from d2lperf.blas import check_blas, loaded_blas  # noqa: F401  (their home was here)
 from d2lperf.errors import Refused, Skipped
 from d2lperf.frameworks import REGISTRY
 from d2lperf.results import (
@@ -100,9 +99,8 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         # Every fresh process of a section loads the same libraries in the same environment,
         # and the first one's record is the section's: its check is the section's, once.
         if not getattr(args, "process", None):
-            blas.probe(framework, record, args.blas_probe_size or blas.PROBE_SIZE)
-            if args.blas_reference:
-                check_blas(args.blas_reference, record)
+            blas.probe_apart(framework, record, args.blas_probe_size or blas.PROBE_SIZE,
+                             args.blas_reference)
         body(args, recorder)
         record["status"] = "ok"
     except Skipped as why:
