@@ -7,10 +7,15 @@ pooled so far by ``claims.decide``, the function the report judges by: the same
 statistic for each claim (the hidden share for an overlap claim, together/(x + y)
 for the small draws), the same interval, rule and Holm's correction, at this
 look's confidence. There is no second list of comparisons to drift from the
-claims. The section stops when every one that applies is decisive, when the next
+claims. The section stops when every claim that applies is decisive, when the next
 stage would not fit in its budget of seconds, or after the last planned stage.
 A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
 waited for: a section with nothing left to decide stops after its first stage.
+Nor is an A/A check: it is judged at every look on what was measured, but it checks
+the method (its interval should contain 1), and the band's 5% would cost some thirty
+processes where two instances of the same network differ by 15% from one process to
+the next (MXNet's MLP and its twin on the build machine); waiting for it would spend
+every section's budget on the check instead of the chapter's claims.
 
 The stages see one section, the report every section's claims: in the report's
 Holm step-down another section's claim may rank first and fail, which turns this
@@ -158,10 +163,11 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band
         rows = [row for s, keep in zip(done, pooled) if keep for row in s.rows]
         answers = look(rows, experiment, done[0].records[0], band, confidence, len(sizes))
         history[-1]["look"] = answers
-        if not answers:
+        waited_for = [a for a in answers if a["kind"] == "claim"]
+        if not waited_for:
             stopped = NOTHING
             break
-        if all(a["decided"] for a in answers):
+        if all(a["decided"] for a in waited_for):
             stopped = DECIDED
             break
     pooled = _pool(history)
@@ -201,16 +207,16 @@ def _pool(history: list[dict[str, Any]]) -> list[bool]:
 
 def _why(stopped: str, history: list[dict[str, Any]], budget: float) -> str:
     answers = next((h["look"] for h in reversed(history) if h.get("look")), [])
-    open_ = [a["question"] for a in answers if not a["decided"]]
+    open_ = [a["question"] for a in answers if not a["decided"] and a["kind"] == "claim"]
     if stopped == DECIDED:
-        return "every claim and check decided: " + ", ".join(
+        return "every claim decided: " + ", ".join(
             f"{a['question']} {a['verdict']}" for a in answers)
     if stopped == BUDGET:
         return f"the next stage would not fit in {budget:g} s; undecided: " + ", ".join(open_)
     if stopped == MAX_STAGES:
         return "every planned stage ran; undecided: " + ", ".join(open_)
     if stopped == NOTHING:
-        return "nothing here for more data to decide (no claim or check applies or was measured)"
+        return "nothing here for more data to decide (no claim applies or was measured)"
     return "the section was skipped"
 
 
