@@ -144,6 +144,21 @@ def test_a_busy_stage_is_waited_out_measured_again_and_set_aside():
     assert record["processes_pooled"] == 4 and record["stopped"] == stages.DECIDED
 
 
+# Eight threaded probes (2 processes, 0.2 s nominal) one after the other on the quiet
+# build machine, nothing else running: a shared host's speed swings this much by itself.
+QUIET_PROBES = [0.322, 0.276, 0.332, 0.224, 0.355, 0.299, 0.313, 0.365]
+
+
+def test_the_probe_gate_lets_a_quiet_machines_swing_pass_and_catches_a_lost_core():
+    for k in range(1, len(QUIET_PROBES)):
+        assert steadiness.busy(QUIET, 2, QUIET_PROBES[:k], QUIET_PROBES[k]) == []
+    # one fast reading is not the reference: the median of the section's probes is
+    assert steadiness.busy(QUIET, 2, [0.224, 0.33, 0.34], 0.37) == []
+    # a core taken away (each of the two probe processes then shares one): about twice
+    lost = steadiness.busy(QUIET, 2, QUIET_PROBES[:3], 2 * 0.322)
+    assert lost and "CPU probe ran +100% slower than the section's median" in lost[0]
+
+
 def test_a_machine_busy_throughout_pools_its_busy_stages_and_stops_waiting():
     waits = []
     sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03, loads=[BUSY] * 10)

@@ -459,7 +459,7 @@ def steadiness_check(runs: dict[str, dict[str, Any]]) -> Verdict:
             "the cores other programs kept busy and probes again after each stage: a stage "
             f"with more than {steadiness.BUSY_CORES:g} of a core busy beyond those the "
             f"timing leaves free, or whose probe ran over {steadiness.PROBE_SLOWER:.0%} "
-            "slower than the section's fastest, is measured again rather than pooled")
+            "slower than the median of the section's probes, is measured again rather than pooled")
     claim = "the machine stayed steady while it measured"
     measured = {name: run["steadiness"] for name, run in runs.items() if run.get("steadiness")}
     if not measured:

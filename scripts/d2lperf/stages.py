@@ -127,12 +127,13 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band
     done: list[Stage] = []
     history: list[dict[str, Any]] = []
     pooled: list[bool] = []
-    next_index, fastest, may_wait, stopped = 0, probe_s, True, MAX_STAGES
+    next_index, may_wait, stopped = 0, True, MAX_STAGES
+    probes = [probe_s] if probe_s is not None else []
 
     def measure(number: int, count: int, retry: bool = False) -> Stage:
-        nonlocal next_index, fastest
+        nonlocal next_index
         stage = spawn(next_index, count)
-        reasons = steadiness.busy(stage.load, threads, fastest, stage.probe_s)
+        reasons = steadiness.busy(stage.load, threads, probes, stage.probe_s)
         history.append({"stage": number + 1, "retry": retry,
                         "processes": [next_index, next_index + len(stage.records)],
                         "load": stage.load, "probe_s": stage.probe_s,
@@ -140,7 +141,7 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band
         next_index += count
         done.append(stage)
         if stage.probe_s is not None:
-            fastest = stage.probe_s if fastest is None else min(fastest, stage.probe_s)
+            probes.append(stage.probe_s)
         return stage
 
     for number, count in enumerate(sizes):

@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 PROBE_REPEATS = 5
@@ -44,8 +44,12 @@ PROBE_LOOPS_PER_SECOND = 32_000_000
 # cores the timing's threads leave free: a quarter of a core taken from a timing
 # thread already shows in two-thread timings (one busy core of two slows them 3-8x).
 BUSY_CORES = 0.25
-# ... or when its threaded probe ran this much slower than the section's fastest probe.
-PROBE_SLOWER = 0.25
+# ... or when its threaded probe ran this much slower than the median of the section's
+# probes so far. A shared host's speed swings by itself: eight 2-process probes in a row on
+# the quiet build machine read 0.22-0.37 s (the slowest 1.2x their median, 1.7x the
+# fastest), so the fastest is no reference and a quarter is no threshold. A core taken
+# away reads about twice (each probe process then shares a core).
+PROBE_SLOWER = 0.6
 RUN_QUEUE_READINGS = 5
 WORKER_START_DELAY_S = 0.15  # time for the probe's processes to start before they begin
 
@@ -204,20 +208,21 @@ class Window:
         return found
 
 
-def busy(load: dict[str, Any], threads: int, fastest_probe_s: float | None = None,
+def busy(load: dict[str, Any], threads: int, earlier_probes: Sequence[float] = (),
          probe_s: float | None = None) -> list[str]:
     """Why a stage counts as measured on a busy machine (empty: it does not). ``load`` is
-    a ``Window``'s figures; the probe figures are the stage's threaded probe after it and
-    the fastest the section has seen."""
+    a ``Window``'s figures; ``probe_s`` the stage's threaded probe after it, judged
+    against the median of the section's earlier probes."""
     why = []
     others, cores = load.get("others_cores"), load.get("cores") or 1
     spare = max(0, cores - threads)
     if others is not None and others > spare + BUSY_CORES:
         why.append(f"other programs kept {others:.2f} cores busy while it measured "
                    f"({cores} cores, {threads} timing thread(s))")
-    if fastest_probe_s and probe_s and probe_s > (1 + PROBE_SLOWER) * fastest_probe_s:
-        why.append(f"the {threads}-process CPU probe ran {probe_s / fastest_probe_s - 1:+.0%} "
-                   "slower than the section's fastest")
+    typical = statistics.median(earlier_probes) if earlier_probes else None
+    if typical and probe_s and probe_s > (1 + PROBE_SLOWER) * typical:
+        why.append(f"the {threads}-process CPU probe ran {probe_s / typical - 1:+.0%} "
+                   "slower than the section's median")
     return why
 
 
