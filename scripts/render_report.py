@@ -4,10 +4,10 @@ Reads machine.json, summary.csv, outputs.csv, verdicts.csv, each section's run.j
 (one per framework that ran it) and the plots; the documents' figures come from
 summary.csv and outputs.csv, which took them from report/reference.csv; the sections'
 order and headings from sections.csv (written from the table of sections, d2lperf.sections).
-In report/ lie the report's own tables: labels.csv (human labels of the cases
-the documents did not print) and claims.csv (each claim's short name, how its ratio
-reads in words, which of the documents' figures give the document's own ratio, and
-whose figures to prefer where two documents printed one).
+In report/ lies the report's own table labels.csv (human labels of the cases the
+documents did not print); how each claim is worded (its short name, how its ratio
+reads, which of the documents' figures give the document's own ratio) comes with the
+claim, from d2lperf.claims.
 
 The page: the answer first (machine, frameworks, preset, date, the measurement checks,
 then every claim with a verdict per framework, or "not applicable here" with the reason
@@ -35,6 +35,7 @@ from markupsafe import Markup, escape
 from d2lperf import claims, provenance, stages, workloads
 from d2lperf.archive import kept_refusals
 from d2lperf.blas import CORE_BITS, narrow_kernels
+from d2lperf.claims import words as claim_words
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY
 from d2lperf.labels import Labels
 from d2lperf.results import migrate_run, read_json, section_folder
@@ -42,7 +43,7 @@ from d2lperf.workloads import AT_LIMIT
 
 Row = dict[str, Any]
 FRAMEWORKS = LABELS  # display names, in column order (the framework registry's)
-REPORT_FOLDER = Path(__file__).resolve().parents[1] / "report"  # labels.csv, claims.csv
+REPORT_FOLDER = Path(__file__).resolve().parents[1] / "report"  # labels.csv
 RAN = ("ok", "failed")  # statuses of a section that did something worth showing
 CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, names)
     ("Identical work (A/A)", ("aa_hybridize", "aa_small_ops")),
@@ -213,7 +214,7 @@ def effect_words(form: str, value: float | None, low: float | None, high: float 
 
 
 def document_ratio(claim: Row, summary: list[Row]) -> tuple[float, str] | None:
-    """The documents' own ratio for a claim, from the figures claims.csv names: the
+    """The documents' own ratio for a claim, from the figures the claim names: the
     figure without an epoch first (a mean of epochs), then the first variant."""
     if not claim.get("document_numerator"):
         return None
@@ -940,7 +941,7 @@ def render(args: argparse.Namespace) -> str:
     titles = {r["experiment"]: r for r in records(args.sections)}
     report_folder = REPORT_FOLDER
     labels = Labels.read(args.labels or report_folder / "labels.csv")
-    claims_table = {r["name"]: r for r in read_table(args.claims or report_folder / "claims.csv")}
+    claims_table = claim_words()
     summary = records(args.summary)
     outputs = records(args.outputs)
     verdicts = records(args.verdicts)
@@ -1011,9 +1012,6 @@ def main() -> int:
     p.add_argument("--labels", type=Path,
                    help="labels of the cases the documents did not print "
                         "(default: report/labels.csv)")
-    p.add_argument("--claims", type=Path,
-                   help="each claim's short name and document ratio "
-                        "(default: report/claims.csv)")
     p.add_argument("--comparison", type=Path, help="comparison.csv (other machines present)")
     p.add_argument("--comparison-verdicts", type=Path, help="verdicts_by_machine.csv")
     p.add_argument("--comparison-plot", type=Path, help="plots/comparison.svg")

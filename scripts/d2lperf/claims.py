@@ -52,6 +52,7 @@ from d2lperf.measurements import (
     document_figures,
     tail_of,
 )
+from d2lperf.sections import SECTIONS, SpeedClaim
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: a section's process has none
     import pandas as pd
@@ -127,11 +128,6 @@ def speed_rule(m: Measurements) -> str:
             f"{MIN_SAMPLES} samples a side) inconclusive; a decisive verdict must also pass "
             f"Holm's correction over the framework's claims (one-sided {HOLM_ALPHA:g}, each "
             f"p counted once per look of its section)")
-
-
-def hybridize_is_faster(m: Measurements):
-    return _speed_claim(m, "hybridize", "mlp_after_hybridize", "mlp_before_hybridize",
-                        "after/before")
 
 
 def queueing_returns_at_once(m: Measurements):
@@ -292,6 +288,11 @@ OVERLAP_RULE = (f"holds when the interval ({STAGED}) of the hidden share of the 
 
 @dataclass(frozen=True)
 class Claim:
+    """One of the chapter's claims: what it says, how it is judged, where it applies, and
+    how the report words it (``short`` on the first screen; ``form``: how its ratio reads,
+    one of FORMS; ``figures``: the cases whose documents' figures give the documents' own
+    ratio, numerator and denominator, ``a+b`` for a sum)."""
+
     name: str
     section: str
     text: str  # the claim, framework-neutral
@@ -300,56 +301,103 @@ class Claim:
     where: Where = field(default=EVERYWHERE)
     document: str | None = None  # whose figures, where several documents printed them
     document_note: str = ""  # why the documents' own figures do not all pass, if they do not
+    short: str = ""
+    form: str = "speedup"
+    figures: tuple[str, str] = ("", "")
 
 
-CLAIMS: list[Claim] = [
-    Claim("hybridize_speeds_up_mlp", "hybridize",
-          "compiling the MLP into a graph (hybridize) makes its forward passes faster",
-          hybridize_is_faster),
+# How a claim's ratio reads in the report: a speed-up, a share of the wait, a share of the
+# sum (overlap), a multiple (memory), accuracies, outputs.
+FORMS = ("speedup", "share", "overlap", "more", "accuracy", "outputs")
+
+
+def declared(section: str, spec: SpeedClaim) -> Claim:
+    """A claim the table of sections declares with its section: one case faster than
+    another, by the speed rule."""
+    label = spec.label or f"{spec.faster}/{spec.slower}"
+    return Claim(spec.name, section, spec.text,
+                 lambda m: _speed_claim(m, section, spec.faster, spec.slower, label),
+                 short=spec.short, figures=(spec.faster, spec.slower))
+
+
+WRITTEN: list[Claim] = [
     Claim("queueing_returns_at_once", "async_computation",
           "the front end returns as soon as the work is queued, before it is done",
           queueing_returns_at_once,
           f"holds when the upper end of the interval ({STAGED}) of queued/finished is under "
           f"{QUEUE_SHARE:g} (the call took under a quarter of the wait still ahead), does "
-          "not hold when its lower end is above", WHERE_WORK_IS_QUEUED),
+          "not hold when its lower end is above", WHERE_WORK_IS_QUEUED,
+          short="front end returns at once", form="share",
+          figures=("dot_sum_queued", "dot_sum_finished")),
     Claim("sync_call_slows_loop", "async_computation",
           "a synchronising call in every iteration makes the loop slower",
           sync_call_slows_the_loop, None, WHERE_WORK_IS_QUEUED,
           document_note="the document says the gain is Linux's: on its Windows 10 machine "
-          "the loop without the syncs was the slower one"),
+          "the loop without the syncs was the slower one",
+          short="a sync each iteration slows the loop",
+          figures=("add_loop_asynchronous", "add_loop_synchronous")),
     Claim("asynchrony_uses_more_memory", "async_memory",
           "without synchronising calls, training uses more memory",
           asynchrony_uses_more_memory,
           "ratio of the RSS increases at the end of the loop (as the document printed them) "
           f"with its interval ({STAGED}); holds when it lies wholly above the band, does not hold "
-          "when below or inside it", WHERE_WORK_IS_QUEUED),
+          "when below or inside it", WHERE_WORK_IS_QUEUED,
+          short="no sync calls: more memory", form="more",
+          figures=("async_memory_increase", "sync_memory_increase")),
     Claim("cpu_gpu_overlap", "auto_parallelism",
           "CPU and GPU work overlap: together takes close to the longer, not the sum",
-          cpu_and_gpu_overlap, OVERLAP_RULE, WHERE_WORK_IS_QUEUED),
+          cpu_and_gpu_overlap, OVERLAP_RULE, WHERE_WORK_IS_QUEUED,
+          short="CPU and GPU work overlap", form="overlap",
+          figures=("cpu_and_gpu", "cpu_only+gpu_only")),
     Claim("compute_copy_overlap", "auto_parallelism",
           "computation and copying to the CPU overlap", compute_and_copy_overlap,
-          OVERLAP_RULE, WHERE_WORK_IS_QUEUED),
+          OVERLAP_RULE, WHERE_WORK_IS_QUEUED, short="computing and copying overlap",
+          form="overlap", figures=("compute_and_copy", "gpu_compute+copy_to_cpu")),
     Claim("small_ops_no_overlap", "small_ops_parallel",
           "two small random draws gain nothing from running together",
           small_ops_do_not_overlap,
           f"holds when the interval ({STAGED}) of together/(x + y) lies wholly inside the band or "
           "above it, does not hold when wholly below, otherwise inconclusive",
-          WHERE_WORK_IS_QUEUED),
+          WHERE_WORK_IS_QUEUED, short="small draws gain nothing together", form="overlap",
+          figures=("generate_x_and_y", "generate_x+generate_y")),
     Claim("two_devices_speed_up_resnet", "multi_gpu_gluon",
           "two devices make the ResNet-18 epoch faster",
           two_devices_speed_up_resnet, None, Where(requires=("separate_devices",)),
           # seeds/001 printed both runs' mean epoch, from one machine
-          "seeds/001"),
+          "seeds/001", short="two devices speed up ResNet-18",
+          figures=("resnet18_2_devices", "resnet18_1_device")),
 ]
-# The accuracy claims: (name, section, cases, the document whose figures to prefer).
+# Every claim, in the documents' order of sections: those written here and those the table
+# of sections declares with their section.
+CLAIMS: list[Claim] = sorted(
+    WRITTEN + [declared(s.name, spec) for s in SECTIONS.values() for spec in s.claims],
+    key=lambda claim: list(SECTIONS).index(claim.section))
+# The accuracy claims: (name, section, cases, the document whose figures to prefer, the
+# first screen's words).
 ACCURACY_CLAIMS = [
     ("lenet_accuracy_as_documented", "multi_gpu_scratch", ["lenet_1_device", "lenet_2_devices"],
-     None),
+     None, "LeNet accuracy as documented"),
     # seeds/001 printed both runs' accuracy after 10 epochs, from one training.
     ("resnet_accuracy_as_documented", "multi_gpu_gluon",
-     ["resnet18_1_device", "resnet18_2_devices"], "seeds/001"),
+     ["resnet18_1_device", "resnet18_2_devices"], "seeds/001", "ResNet-18 accuracy as documented"),
 ]
 ACCURACY_TEXT = "training reaches the documents' test accuracy after their epochs"
+OUTPUTS = ("outputs_reproduced", "printed outputs reproduced")  # summarise judges it
+
+
+def words() -> dict[str, dict[str, str]]:
+    """How the report words each claim: its first screen's short name, how its ratio
+    reads (``form``), and the cases whose documents' figures give the documents' own
+    ratio (``document_numerator`` / ``document_denominator``) or accuracies."""
+    table = {c.name: {"short": c.short or c.text, "form": c.form,
+                      "document_numerator": c.figures[0], "document_denominator": c.figures[1],
+                      "document": c.document or ""} for c in CLAIMS}
+    for name, _, cases, prefer, short in ACCURACY_CLAIMS:
+        table[name] = {"short": short, "form": "accuracy", "document_numerator": "+".join(cases),
+                       "document_denominator": "", "document": prefer or ""}
+    table[OUTPUTS[0]] = {"short": OUTPUTS[1], "form": "outputs", "document_numerator": "",
+                         "document_denominator": "", "document": ""}
+    return table
 
 
 # --- the same rules on the documents' own figures ---------------------------------------
@@ -501,7 +549,7 @@ def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.
             f"same epoch less {ACCURACY_MARGIN}" if reaches else
             f"holds when every measured accuracy is within ±{ACCURACY_MARGIN} of the "
             "document's figure for the same epoch")
-    for name, experiment, cases, prefer in ACCURACY_CLAIMS:
+    for name, experiment, cases, prefer, _ in ACCURACY_CLAIMS:
         verdicts.append(Verdict(
             ACCURACY_TEXT, name, experiment, rule=rule, applies=where_words(EVERYWHERE),
             document_verdict=NA, document_evidence="the documents' figures are the reference",

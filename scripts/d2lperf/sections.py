@@ -34,6 +34,22 @@ REPEATED_REQUIRED = ("warmup", "repeats")
 
 
 @dataclass(frozen=True)
+class SpeedClaim:
+    """A claim declared with its section: ``faster`` takes less time than ``slower``,
+    judged by the speed rule (``d2lperf.claims``) on their ratio of medians. ``text``: the
+    claim, framework-neutral; ``short``: the report's first screen; ``label``: how the
+    evidence names the ratio (default ``faster/slower``). Claims with rules of their own
+    are written in ``d2lperf.claims``."""
+
+    name: str
+    text: str
+    short: str
+    faster: str
+    slower: str
+    label: str = ""
+
+
+@dataclass(frozen=True)
 class Section:
     """One section of the chapter (or the machine's ceilings), as every step sees it.
 
@@ -53,7 +69,8 @@ class Section:
     ``exports_model``: its script writes a model folder beside its results.
     ``frameworks``: the frameworks that have it (None: every registered one);
     ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
-    ``runtime`` (minutes) and ``mem_mb``: what each of its jobs asks SLURM for."""
+    ``runtime`` (minutes) and ``mem_mb``: what each of its jobs asks SLURM for.
+    ``claims``: its claims that are one case faster than another (``SpeedClaim``)."""
 
     name: str
     title: str
@@ -76,6 +93,7 @@ class Section:
     takes_device: bool = True
     runtime: int = 30
     mem_mb: int = 8000
+    claims: tuple[SpeedClaim, ...] = ()
 
     def options_schema(self) -> dict[str, Any]:
         """The JSON schema of this section's entry in a preset."""
@@ -103,6 +121,11 @@ SECTIONS: dict[str, Section] = {s.name: s for s in [
         framework_options={"compile_runs": "pytorch"},
         off_the_plot=("jit_script_compile", "torch_compile_cold", "torch_compile_warm"),
         exports_model=True,
+        claims=(SpeedClaim(
+            "hybridize_speeds_up_mlp",
+            "compiling the MLP into a graph (hybridize) makes its forward passes faster",
+            "hybridize() speeds up the MLP", faster="mlp_after_hybridize",
+            slower="mlp_before_hybridize", label="after/before"),),
     ),
     Section(
         "async_computation",

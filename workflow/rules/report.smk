@@ -109,7 +109,6 @@ rule report:
         template="report/templates/report.html.j2",
         sections=rules.sections_table.output[0],
         labels="report/labels.csv",
-        claims="report/claims.csv",
         machine=f"{RESULTS}/machine.json",
         summary=f"{RESULTS}/summary.csv",
         outputs=f"{RESULTS}/outputs.csv",
@@ -139,6 +138,6 @@ rule report:
         " --summary {input.summary:q} --outputs {input.outputs:q}"
         " --verdicts {input.verdicts:q} --runs {input.runs:q} --plots {input.plots:q}"
         " --benchmarks {input.benchmarks:q} --sections {input.sections:q}"
-        " --labels {input.labels:q} --claims {input.claims:q}"
+        " --labels {input.labels:q}"
         " --template {input.template:q} --preset {params.preset:q}"
         " {params.comparison:q} {params.kept:q} --out {output:q} > {log:q} 2>&1"
