@@ -923,6 +923,7 @@ def read_table(path: Path) -> list[Row]:
 
 
 def render(args: argparse.Namespace) -> str:
+    """The page: the template filled with ``view(args)``."""
     template: Path = args.template
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(template.parent),
@@ -932,6 +933,12 @@ def render(args: argparse.Namespace) -> str:
         lstrip_blocks=True,
     )
     env.filters.update(like_document=like_document, ratio=ratio)
+    return env.get_template(template.name).render(**view(args))
+
+
+def view(args: argparse.Namespace) -> dict[str, Any]:
+    """The report's view model: everything the template shows, as data (what the tests
+    read instead of the page)."""
     machine = read_json(args.machine)
     # checked by summarise already (results.read_run); here only brought to today's format
     run_list = [migrate_run(read_json(p)) for p in args.runs]
@@ -957,7 +964,7 @@ def render(args: argparse.Namespace) -> str:
                              titles)
     stacks = {f.label: STACKS[f.package](machine, (r for k, r in runs.items() if k[0] == name))
               for name, f in REGISTRY.items() if f.package in STACKS}
-    return env.get_template(template.name).render(
+    return dict(
         machine=machine,
         machine_rows={**machine_rows(machine),
                       "ceilings (measured here)": ceilings_text(summary, runs, machine)},
@@ -996,7 +1003,8 @@ def jobs_key(experiment: str, framework_name: str) -> str:
     return section_folder(experiment, framework)
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
+    """The report's command line (the rule ``report`` gives it every input)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--machine", required=True, type=Path, help="machine.json")
     p.add_argument("--summary", required=True, type=Path, help="summary.csv")
@@ -1020,7 +1028,11 @@ def main() -> int:
     p.add_argument("--template", required=True, type=Path)
     p.add_argument("--preset", required=True)
     p.add_argument("--out", required=True, type=Path)
-    args = p.parse_args()
+    return p
+
+
+def main() -> int:
+    args = parser().parse_args()
     args.out.write_text(render(args), encoding="utf-8")
     print(f"wrote {args.out}; peak memory {provenance.peak_rss_mb()['self']:.0f} MB")
     return 0

@@ -58,7 +58,8 @@ def test_a_file_that_cannot_run_is_named(tmp_path):
 
 # What every framework's module of d2lperf offers the section scripts and the harness.
 MODULE_INTERFACE = {"devices", "gpu_count", "names", "prepare", "warm_up", "load_fashion_mnist",
-                    "load_data", "evaluate_accuracy", "build_info", "execution"}
+                    "load_data", "evaluate_accuracy", "build_info", "execution", "sync",
+                    "seed"}
 
 
 def test_every_registered_framework_is_complete():

@@ -249,7 +249,8 @@ def test_what_the_stages_call_decided_the_report_shows_decided():
             for stage, keep in zip(done, pooled) if keep for row in stage.rows])
         run = {**done[0].records[0], "stages": record}
         report = {v.name: v for v in claims.judge(summarise_samples(samples),
-                                                  {"hybridize": run}, reference, samples)}
+                                                  {"hybridize": run}, reference, samples,
+                                                  framework="mxnet")}
         for answer in record["history"][-1]["look"]:
             shown = report[answer["question"]]
             assert shown.ratio_high == pytest.approx(answer["high"])

@@ -8,8 +8,11 @@ only where the two agree and otherwise keeps the measurement as a finding.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
+
+from d2lperf.frameworks import REGISTRY
 
 FRAMEWORK_NAMES = {"mxnet": "MXNet", "pytorch": "eager PyTorch"}
 # What a framework does not do on a device, in words, by the execution field it lacks.
@@ -23,7 +26,7 @@ class Where:
     kinds (``execution.device_kind``) and what must be true there (``requires``: names
     of ``execution``'s true/false fields, e.g. ``queues_work``)."""
 
-    frameworks: tuple[str, ...] = ("mxnet", "pytorch")
+    frameworks: tuple[str, ...] | None = None  # None: every framework
     device_kinds: tuple[str, ...] = ("cpu", "gpu")
     requires: tuple[str, ...] = ()
 
@@ -33,7 +36,7 @@ class Where:
         if run is None or run.get("status") != "ok":
             return None
         name = FRAMEWORK_NAMES.get(framework, framework)
-        if framework not in self.frameworks:
+        if self.frameworks is not None and framework not in self.frameworks:
             return f"the claim is not about {name}"
         found = execution(framework, run)
         kind = found["device_kind"]
@@ -56,15 +59,11 @@ def execution(framework: str, run: dict[str, Any]) -> dict[str, Any]:
     if found:
         return found
     kind = (run.get("parameters") or {}).get("on") or "cpu"
-    if framework == "pytorch":
-        from d2lperf import torch as module
-    else:
-        from d2lperf import mxnet as module
-    return module.execution(kind)
+    return importlib.import_module(REGISTRY[framework].module).execution(kind)
 
 
 def where_words(where: Where) -> str:
-    parts = [" and ".join(FRAMEWORK_NAMES.get(f, f) for f in where.frameworks)]
+    parts = [" and ".join(FRAMEWORK_NAMES.get(f, f) for f in where.frameworks or REGISTRY)]
     if where.requires == ("queues_work",):
         parts.append("where the framework queues work (MXNet on any device, PyTorch on "
                      "CUDA)")

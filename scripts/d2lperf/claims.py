@@ -44,6 +44,7 @@ import numpy as np
 
 from d2lperf import stats, steadiness
 from d2lperf.applicability import EVERYWHERE, WHERE_WORK_IS_QUEUED, Where, where_words
+from d2lperf.frameworks import DOCUMENTS
 from d2lperf.measurements import (
     MIN_SAMPLES,
     Measurements,
@@ -529,7 +530,7 @@ def steadiness_check(runs: dict[str, dict[str, Any]]) -> Verdict:
 
 def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.DataFrame,
           samples: pd.DataFrame, *, band: float = DEFAULT_BAND,
-          framework: str = "mxnet") -> list[Verdict]:
+          framework: str) -> list[Verdict]:
     """Every claim and check for one framework's results."""
     if "framework" in samples:
         samples = samples[samples["framework"] == framework]
@@ -544,7 +545,7 @@ def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.
         verdict.document_verdict, verdict.document_evidence, verdict.document_by_variant = \
             documents_verdict(by_name[verdict.name], reference, band)
     verdicts = checks + [first_position_check(samples, band), steadiness_check(runs)] + judged
-    reaches = framework != "mxnet"  # a twin trains its own way: it should reach theirs
+    reaches = framework != DOCUMENTS  # a twin trains its own way: it should reach theirs
     rule = (f"holds when every measured accuracy is at least the document's figure for the "
             f"same epoch less {ACCURACY_MARGIN}" if reaches else
             f"holds when every measured accuracy is within ±{ACCURACY_MARGIN} of the "

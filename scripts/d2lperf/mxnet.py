@@ -59,6 +59,28 @@ def execution(kind: str) -> dict[str, object]:
                                   separate_on=SEPARATE_DEVICES_ON)
 
 
+def sync(device: Any = None) -> None:
+    """Wait until the work queued so far has finished, on every device: ``nd.waitall()``,
+    what the documents call before a clock stops (``device`` is taken for the same call as
+    ``d2lperf.torch.sync``; MXNet waits for all of them)."""
+    from mxnet import nd
+
+    nd.waitall()
+
+
+def seed(n: int) -> None:
+    """Seed every generator a section draws from: MXNet's (every device's), numpy's and
+    Python's."""
+    import random
+
+    import mxnet as mx
+    import numpy as np
+
+    mx.random.seed(n)
+    np.random.seed(n)
+    random.seed(n)
+
+
 def names(ctxs) -> str:
     """How a results row names its devices: ``cpu(0),cpu(1)``."""
     return ",".join(str(c) for c in ctxs)

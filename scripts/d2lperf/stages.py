@@ -87,7 +87,7 @@ def look(rows: Sequence[dict[str, Any]], experiment: str, run: dict[str, Any], b
     ``rows`` by ``claims.decide`` as the report will judge them: at ``confidence``, the
     p-values counted once per planned look, Holm's strictest step over every claim
     that applies to this framework where ``run`` ran."""
-    framework = run.get("framework") or "mxnet"
+    framework = run["framework"]
     staged = {**run, "stages": {"confidence_per_look": confidence, "looks_planned": looks}}
     m = Measurements.from_rows(list(rows), experiment, {experiment: staged}, band)
     own = {c.name for c in claims.CLAIMS if c.section == experiment}

@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import experiment, timing
+from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder, report
 
 # MXNet's default seed in a fresh process is 0: seeding with it reproduces the sum
@@ -54,7 +55,7 @@ def queued_and_finished(args: argparse.Namespace, rec: Recorder) -> None:
     # purpose. The second is the wait for the same work.
     steps = timing.Steps({"dot_sum_queued": workloads_are_queued,
                           "dot_sum_finished": workloads_are_finished})
-    samples = timing.compare({"queued_then_finished": steps}, nd.waitall, warmup=args.warmup,
+    samples = timing.compare({"queued_then_finished": steps}, d2l.sync, warmup=args.warmup,
                              rounds=args.repeats, seed=args.seed, process=args.process)
     rec.timings(samples)
     report(samples)
@@ -105,7 +106,7 @@ def synchronising_functions(args: argparse.Namespace, rec: Recorder) -> None:
     # dot_no_sync does not, and its clock stops before the waitall: like the
     # document's first block it measures the queue, on purpose. dot_asscalar reuses
     # the x that the last dot_waitall left (the document's fourth block did too).
-    samples = timing.compare(blocks, nd.waitall, warmup=args.warmup, rounds=args.repeats,
+    samples = timing.compare(blocks, d2l.sync, warmup=args.warmup, rounds=args.repeats,
                              seed=args.seed, process=args.process, queue_only=["dot_no_sync"])
     rec.timings(samples)
     report(samples)
@@ -135,7 +136,7 @@ def async_performance(args: argparse.Namespace, rec: Recorder) -> None:
         return y
 
     samples = timing.compare({"add_loop_synchronous": synchronous,
-                              "add_loop_asynchronous": asynchronous}, nd.waitall,
+                              "add_loop_asynchronous": asynchronous}, d2l.sync,
                              warmup=args.warmup, rounds=args.repeats, seed=args.seed,
                              process=args.process)
     rec.timings(samples)

@@ -27,6 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import memory, timing
+from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 
 # Both modes train the same initial network on the same batches.
@@ -77,7 +78,7 @@ def train(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
     l_sum, mem = 0.0, get_mem()
     with memory.PeakRSS() as rss:
-        with timing.Stopwatch(nd.waitall) as loop:  # its exit is the document's nd.waitall()
+        with timing.Stopwatch(d2l.sync) as loop:  # its exit is the document's nd.waitall()
             for X, y in data_iter(report):
                 with autograd.record():
                     l = loss(y, net(X))  # noqa: E741 (the document's name)

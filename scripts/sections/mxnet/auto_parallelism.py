@@ -63,9 +63,8 @@ def timed(args: argparse.Namespace, rec: Recorder, cases: dict, ctxs: dict,
           flops: dict) -> dict[str, list[float]]:
     """Measure the cases side by side, record every sample with its case's devices, and
     note the achieved GFLOP/s of the cases that multiply."""
-    from mxnet import nd
 
-    samples = timing.compare(cases, nd.waitall, warmup=args.warmup, rounds=args.repeats,
+    samples = timing.compare(cases, d2l.sync, warmup=args.warmup, rounds=args.repeats,
                              seed=args.seed, process=args.process)
     values: dict[str, list[float]] = {}
     for case in cases:

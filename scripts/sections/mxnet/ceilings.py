@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import arguments, blas, experiment, mxnet_gpu, timing
+from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
 
@@ -37,7 +38,7 @@ def mxnet_dot(rec: Recorder, args: argparse.Namespace, ctx, case_prefix: str) ->
     for n in args.dot_sizes:
         a = nd.random.uniform(shape=(n, n), ctx=ctx)
         b = nd.random.uniform(shape=(n, n), ctx=ctx)
-        samples = timing.measure(lambda a=a, b=b: nd.dot(a, b), nd.waitall,
+        samples = timing.measure(lambda a=a, b=b: nd.dot(a, b), d2l.sync,
                                  warmup=args.warmup, repeats=args.repeats)
         record_rate(rec, f"{case_prefix}_dot_{n}", dot_flops(n), "GFLOP/s", samples, str(ctx))
         name_kernel(rec, f"{case_prefix}_dot_{n}", "MXNet dot (" + (
@@ -72,7 +73,7 @@ def host_copy(rec: Recorder, args: argparse.Namespace) -> None:
     record_rate(rec, "numpy_copy", moved, "GB/s", samples, "cpu")
     name_kernel(rec, "numpy_copy", "numpy copyto")
     mx_src, mx_dst = nd.ones(elements), nd.zeros(elements)
-    samples = timing.measure(lambda: mx_src.copyto(mx_dst), nd.waitall,
+    samples = timing.measure(lambda: mx_src.copyto(mx_dst), d2l.sync,
                              warmup=args.warmup, repeats=args.repeats)
     record_rate(rec, "mxnet_copy", moved, "GB/s", samples, "cpu(0)")
     name_kernel(rec, "mxnet_copy", "MXNet copyto")
@@ -94,7 +95,7 @@ def gpu_ceilings(rec: Recorder, args: argparse.Namespace) -> None:
         nbytes = float(elements * FLOAT32_BYTES)
         for case, src, dst in ((f"gpu{i}_host_to_device", host, device),
                                (f"gpu{i}_device_to_host", device, host)):
-            samples = timing.measure(lambda s=src, d=dst: s.copyto(d), nd.waitall,
+            samples = timing.measure(lambda s=src, d=dst: s.copyto(d), d2l.sync,
                                      warmup=args.warmup, repeats=args.repeats)
             record_rate(rec, case, nbytes, "GB/s", samples, f"cpu(0)->{gpu}"
                         if "host_to" in case else f"{gpu}->cpu(0)")

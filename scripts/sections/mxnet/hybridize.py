@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import experiment, timing
+from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder, report
 
 # MXNet's default seed in a fresh process is 0: seeding with it before each demo
@@ -99,7 +100,7 @@ def hybrid_sequential(args: argparse.Namespace, rec: Recorder) -> None:
     cases = {"mlp_before_hybridize": forward_passes(plain),
              "mlp_before_hybridize_twin": forward_passes(twin),
              "mlp_after_hybridize": forward_passes(net)}
-    samples = timing.compare(cases, nd.waitall, warmup=args.warmup, rounds=args.repeats,
+    samples = timing.compare(cases, d2l.sync, warmup=args.warmup, rounds=args.repeats,
                              seed=args.seed, process=args.process)
     rec.timings(samples)
     report(samples, f"of {args.forward_passes} passes")

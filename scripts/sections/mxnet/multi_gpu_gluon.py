@@ -160,7 +160,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
     for epoch in range(1, args.epochs + 1):
         # One running sum per device, so that adding to it moves nothing between devices.
         loss_sums, examples = [nd.zeros(1, ctx=c) for c in ctx], 0
-        with timing.Stopwatch(nd.waitall) as clock:
+        with timing.Stopwatch(d2l.sync) as clock:
             for X, y in training.progress(train_iter, epoch, args.epochs):
                 gpu_Xs = gutils.split_and_load(X, ctx)
                 gpu_ys = gutils.split_and_load(y, ctx)

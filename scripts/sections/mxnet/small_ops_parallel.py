@@ -58,7 +58,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
     cases = {"generate_x": generate_x, "generate_y": generate_y,
              "generate_x_and_y": generate_x_and_y}
-    samples = timing.compare(cases, nd.waitall, warmup=args.warmup, rounds=args.repeats,
+    samples = timing.compare(cases, d2l.sync, warmup=args.warmup, rounds=args.repeats,
                              seed=args.seed, process=args.process)
     rec.timings(samples, devices=d2l.names([mx.cpu()]))
     report(samples, f"of {args.size}x{args.size} draws")

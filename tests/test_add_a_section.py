@@ -1,0 +1,182 @@
+"""Adding a section from outside, the way docs/design.md's recipe says.
+
+In a copy of the tree the test writes a small section in both frameworks (one sum over a
+vector against adding its elements one by one, with the claim that the sum is faster),
+registers it in the table of sections and in both presets, and runs the CI preset. The
+other sections' results are copied in from the shared CI run, so only the new section
+and the steps after it run. The section, its figure and both frameworks' verdicts must
+then be in the report, and the files touched besides the two scripts must be the table
+of sections and the config: the recipe's promise, counted.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
+
+NAME = "vector_sum"
+CLAIM = "one_sum_beats_adding_one_by_one"
+
+SCRIPT = '''\
+"""One sum over a vector against adding its elements one by one ({framework})."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
+
+from d2lperf import experiment, timing
+from d2lperf import {module} as d2l
+from d2lperf.results import Recorder, report
+
+
+def body(args, rec: Recorder) -> None:
+{make}
+    def sum_at_once():
+        return x.sum()
+
+    def sum_one_by_one():
+        total = x[0]
+        for i in range(1, args.size):
+            total = total + x[i]
+        return total
+
+    samples = timing.compare({{"sum_at_once": sum_at_once, "sum_one_by_one": sum_one_by_one}},
+                             d2l.sync, warmup=args.warmup, rounds=args.repeats,
+                             seed=args.seed, process=args.process)
+    rec.timings(samples, devices="cpu")
+    report(samples, f"of {{args.size}} elements")
+
+
+if __name__ == "__main__":
+    parser = experiment.parser(__doc__.splitlines()[0], section="{name}")
+    sys.exit(experiment.main("{name}", "{framework}", parser, body))
+'''
+MAKE = {
+    "mxnet": ("mxnet", "    from mxnet import nd\n\n    x = nd.arange(args.size)\n"),
+    "pytorch": ("torch",
+                "    import torch\n\n    x = torch.arange(args.size, dtype=torch.float32)\n"),
+}
+
+ENTRY = f'''    Section(
+        "{NAME}",
+        title="Vector sums (a section added from outside)",
+        plot_title="One sum against adding one by one",
+        options={{"size": SIZE, **REPEATED}},
+        required=("size", *REPEATED_REQUIRED),
+        document_options=(("--size", 1000, "elements of the vector"),),
+        claims=(SpeedClaim("{CLAIM}", "one sum over a vector is faster than adding its "
+                           "elements one by one", "one sum beats adding one by one",
+                           faster="sum_at_once", slower="sum_one_by_one"),),
+    ),
+'''
+PRESET_ENTRY = (f"    {NAME}:\n      size: 50\n      warmup: 1\n      repeats: 3\n"
+                "      processes: 2\n")
+
+
+def register(work: Path) -> None:
+    """Step 2 and 3 of the recipe: the table's entry, last, and an entry in each preset."""
+    table = work / "scripts/d2lperf/sections.py"
+    text = table.read_text(encoding="utf-8")
+    end = text.index("\n]}\n")  # the end of SECTIONS
+    table.write_text(text[:end + 1] + ENTRY + text[end + 1:], encoding="utf-8")
+    config = work / "config/config.yaml"
+    lines = config.read_text(encoding="utf-8").splitlines(keepends=True)
+    presets = [i for i, line in enumerate(lines) if line.rstrip() in ("  documents:", "  ci:")]
+    for start in reversed(presets):  # after each preset's last line, from the end up
+        end = next((i for i in range(start + 1, len(lines))
+                    if lines[i].strip() and not lines[i].startswith("    ")), len(lines))
+        lines.insert(end, PRESET_ENTRY)
+    config.write_text("".join(lines), encoding="utf-8")
+
+
+def touched(work: Path) -> list[str]:
+    """The files of the copy that differ from this tree's or are new, but its results."""
+    changed = []
+    for path in sorted(work.rglob("*")):
+        relative = path.relative_to(work)
+        if not path.is_file() or relative.parts[0] in ("results", ".snakemake"):
+            continue
+        if "__pycache__" in relative.parts:
+            continue
+        original = REPO / relative
+        if not original.exists() or not filecmp.cmp(path, original, shallow=False):
+            changed.append(str(relative))
+    return changed
+
+
+def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, experiment_python):
+    _, results = ci_run
+    work = copy_workflow(tmp_path / "wf")
+    # the other sections' results, copied now, so newer than their scripts: not re-run
+    shutil.copytree(results, work / "results" / CI_MACHINE, copy_function=shutil.copy)
+    for framework, (module, make) in MAKE.items():
+        script = work / "scripts/sections" / framework / f"{NAME}.py"
+        script.write_text(SCRIPT.format(framework=framework, module=module, name=NAME,
+                                        make=make),
+                          encoding="utf-8")
+    register(work)
+    assert touched(work) == ["config/config.yaml", "scripts/d2lperf/sections.py",
+                             f"scripts/sections/mxnet/{NAME}.py",
+                             f"scripts/sections/pytorch/{NAME}.py"]
+
+    done = snakemake(work, "--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}")
+    assert done.returncode == 0, done.stderr[-5000:]
+    ran = {line.split()[1].rstrip(":") for line in (done.stdout + done.stderr).splitlines()
+           if line.startswith(("rule ", "localrule "))}
+    assert {NAME, f"{NAME}_pytorch", "report"} <= ran and "hybridize" not in ran
+
+    out = work / "results" / CI_MACHINE
+    summary = pd.read_csv(out / "summary.csv")
+    mine = summary[summary["experiment"] == NAME]
+    assert set(zip(mine["framework"], mine["case"])) == {
+        (f, c) for f in MAKE for c in ("sum_at_once", "sum_one_by_one")}
+    verdicts = pd.read_csv(out / "verdicts.csv")
+    judged = verdicts[verdicts["name"] == CLAIM].set_index("framework")
+    assert set(judged.index) == set(MAKE)
+    assert set(judged["verdict"]) <= {"holds", "does not hold", "inconclusive"}
+    assert (out / "plots" / f"{NAME}.svg").stat().st_size > 0
+    shown = report_view(work, out)
+    section = next(s for s in shown["sections"] if s["experiment"] == NAME)
+    assert section["title"]["title"] == "Vector sums (a section added from outside)"
+    assert section["ran"] and section["plot"].startswith("data:image/svg+xml")
+    assert {r["case"] for r in section["figures"]} == {"sum_at_once", "sum_one_by_one"}
+    claim = next(c for c in shown["claims"] if c["name"] == CLAIM)
+    assert claim["short"] == "one sum beats adding one by one"
+    assert set(claim["by"]) == set(MAKE)
+    assert all(claim["by"][f]["verdict"] == judged.loc[f, "verdict"] for f in MAKE)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert f'<section id="{NAME}">' in page  # and the page shows it
+
+
+# The copy's render_report, given what the rule report gives it: its view model as JSON.
+VIEW = """
+import json, sys
+sys.path.insert(0, "scripts")
+import render_report
+print(json.dumps(render_report.view(render_report.parser().parse_args(sys.argv[1:])),
+                 default=str))
+"""
+
+
+def report_view(work: Path, out: Path) -> dict:
+    runs = sorted(str(p) for p in out.glob("*/run.json"))
+    plots = sorted(str(p) for p in (out / "plots").glob("*.svg") if p.stem != "comparison")
+    done = subprocess.run(
+        [str(WORKFLOW_PYTHON), "-c", VIEW, "--machine", str(out / "machine.json"),
+         "--summary", str(out / "summary.csv"), "--outputs", str(out / "outputs.csv"),
+         "--verdicts", str(out / "verdicts.csv"), "--runs", *runs, "--plots", *plots,
+         "--sections", str(out / "sections.csv"), "--template",
+         "report/templates/report.html.j2", "--preset", "ci", "--out", "unused"],
+        cwd=work, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
