@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
+from d2lperf import devices as device_options
 from d2lperf import experiment, timing
 from d2lperf import {module} as d2l
 from d2lperf.results import Recorder, report
@@ -59,12 +60,15 @@ def body(args, rec: Recorder) -> None:
 
 if __name__ == "__main__":
     parser = experiment.parser(__doc__.splitlines()[0], section="{name}")
-    sys.exit(experiment.main("{name}", "{framework}", parser, body))
+{options}    sys.exit(experiment.main("{name}", "{framework}", parser, body))
 '''
+# Each framework's d2lperf module, its vector, and its command line beyond the table's
+# (PyTorch runs on a GPU where there is one: its sections take --on).
 MAKE = {
-    "mxnet": ("mxnet", "    from mxnet import nd\n\n    x = nd.arange(args.size)\n"),
-    "pytorch": ("torch",
-                "    import torch\n\n    x = torch.arange(args.size, dtype=torch.float32)\n"),
+    "mxnet": ("mxnet", "    from mxnet import nd\n\n    x = nd.arange(args.size)\n", ""),
+    "pytorch": ("torch", "    import torch\n\n    x = torch.arange(args.size, dtype=torch."
+                "float32, device=d2l.devices(args.on, 1)[0])\n",
+                '    device_options.add_argument(parser, default="cpu")\n'),
 }
 
 ENTRY = f'''    Section(
@@ -119,10 +123,10 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
     work = copy_workflow(tmp_path / "wf")
     # the other sections' results, copied now, so newer than their scripts: not re-run
     shutil.copytree(results, work / "results" / CI_MACHINE, copy_function=shutil.copy)
-    for framework, (module, make) in MAKE.items():
+    for framework, (module, make, options) in MAKE.items():
         script = work / "scripts/sections" / framework / f"{NAME}.py"
         script.write_text(SCRIPT.format(framework=framework, module=module, name=NAME,
-                                        make=make),
+                                        make=make, options=options),
                           encoding="utf-8")
     register(work)
     assert touched(work) == ["config/config.yaml", "scripts/d2lperf/sections.py",
