@@ -13,14 +13,12 @@ Every timing ends in ``nd.waitall()`` before the clock stops.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import experiment, timing
+from d2lperf import experiment, symbolic, timing
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder, report
 
@@ -29,35 +27,10 @@ from d2lperf.results import Recorder, report
 MXNET_DEFAULT_SEED = 0
 
 
-def add_str():
-    return """
-def add(a, b):
-    return a + b
-"""
-
-
-def fancy_func_str():
-    return """
-def fancy_func(a, b, c, d):
-    e = add(a, b)
-    f = add(c, d)
-    g = add(e, f)
-    return g
-"""
-
-
-def evoke_str():
-    return add_str() + fancy_func_str() + """
-print(fancy_func(1, 2, 3, 4))
-"""
-
-
 def symbolic_demo(rec: Recorder) -> None:
-    prog = evoke_str()
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(prog, "", "exec"), {})
-    rec.output("symbolic_program_result", printed.getvalue().strip())
+    """The document's program built as a string, compiled, executed (d2lperf.symbolic:
+    plain Python, the same in both twins)."""
+    rec.output("symbolic_program_result", symbolic.run_program())
 
 
 def get_net():
