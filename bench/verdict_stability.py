@@ -108,6 +108,14 @@ def measure(args: argparse.Namespace, config: dict, threads: int, width: float,
 
 DECISIVE = {claims.HOLDS, claims.FAILS}
 UNCOUNTED = {claims.NOT_HERE, claims.NA}  # not judged here: neither decisive nor against
+# The steadiness check says how the machine was during each run: meant to differ between
+# runs (and modes), it is printed but never counted as a contradiction.
+MACHINE_STATE = "machine_steadiness"
+
+
+def counted(name: str) -> bool:
+    """Whether a claim's or check's verdicts can contradict each other across runs."""
+    return not name.endswith(f"/{MACHINE_STATE}")
 
 
 def tally(verdicts: list[dict], framework: str) -> dict:
@@ -126,7 +134,7 @@ def tally(verdicts: list[dict], framework: str) -> dict:
             not_here.append(name)
             continue
         said = {v.verdict for v in judged}
-        contradictions += DECISIVE <= said
+        contradictions += counted(name) and DECISIVE <= said
         if name in aa_names:
             pairs[name] = [(v.verdict, v.ratio_low <= 1 <= v.ratio_high) for v in judged]
         elif seen[0].kind == "claim":
@@ -160,10 +168,12 @@ def print_mode(args: argparse.Namespace, found: dict, mode: str, width: float,
     for name in verdicts[0]:
         seen = [v[name] for v in verdicts if name in v]
         said = {v.verdict for v in seen} - UNCOUNTED
-        contradicts = DECISIVE <= said
+        contradicts = counted(name) and DECISIVE <= said
         contradictions += contradicts
         print(f"{name:38} {' | '.join(v.verdict for v in seen)}"
-              + ("   <- CONTRADICTION" if contradicts else ""))
+              + ("   <- CONTRADICTION" if contradicts else "")
+              + ("   (the machine's state in each run: not counted)" if not counted(name)
+                 else ""))
         for index, v in enumerate(seen):
             print(f"{'':40}run {index + 1}: {v.evidence}")
     print(f"contradictions: {contradictions}")
@@ -219,13 +229,12 @@ def print_side_by_side(args: argparse.Namespace, found: dict[str, dict]) -> None
         f"{mode} " + ", ".join(f"{w:.0f} s" for w in found[mode]["walls"]) for mode in modes))
     if {"quiet", "busy"} <= set(modes):
         decisive = DECISIVE
-        # the steadiness check is meant to differ between the modes: not a contradiction
         quiet = [(n, v.verdict) for f in found["quiet"]["verdicts"] for n, v in f.items()
-                 if v.verdict in decisive and not n.endswith("/machine_steadiness")]
+                 if v.verdict in decisive and counted(n)]
         busy = {n: {f[n].verdict for f in found["busy"]["verdicts"] if n in f} for n in names}
         against = sum(1 for n, said in quiet if (decisive - {said}) & busy.get(n, set()))
         kept = sum(1 for f in found["busy"]["verdicts"] for n, v in f.items()
-                   if v.verdict in decisive and not n.endswith("/machine_steadiness"))
+                   if v.verdict in decisive and counted(n))
         ratio = sum(found["busy"]["walls"]) / max(sum(found["quiet"]["walls"]), 1e-9)
         print(f"busy against quiet: {against} contradiction(s); decisive verdicts {kept} busy "
               f"vs {len(quiet)} quiet; run time {ratio:.2f}x the quiet runs'")
