@@ -60,7 +60,8 @@ def section_with_a_child(tmp_path: Path):
          str(tmp_path / "run.json"), "--processes", "2", "--repeats", "1",
          "--probe-seconds", "0.01"],
         env={**os.environ, "TMPDIR": str(temp),
-             hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")})
+             hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
     assert wait_for(lambda: pids.exists() and pids.read_text().strip())
     return section, int(pids.read_text().split()[0]), temp
 
