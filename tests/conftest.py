@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -41,6 +42,13 @@ def experiment_python() -> Path:
     if not EXPERIMENT_PYTHON.exists():
         pytest.fail(f"experiment environment missing: {EXPERIMENT_PYTHON} (run `make envs`)")
     return EXPERIMENT_PYTHON
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """For ``preexec_fn``: SIGINT back to its default in the child, as in a terminal. A test
+    run started as a background job of a non-interactive shell inherits SIGINT ignored, and
+    a test's Ctrl-C would then reach nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def copy_workflow(dest: Path) -> Path:

@@ -23,6 +23,7 @@ from conftest import (
     SNAKEMAKE,
     copy_workflow,
     crashing_python,
+    ctrl_c_as_in_a_terminal,
     snakemake,
 )
 from d2lperf import sections as section_table
@@ -71,13 +72,6 @@ def start_snakemake(work: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([str(SNAKEMAKE), *args], cwd=work, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=ctrl_c_as_in_a_terminal)
-
-
-def ctrl_c_as_in_a_terminal() -> None:
-    """SIGINT back to its default in the child, as in a terminal: a test run started as a
-    background job of a non-interactive shell inherits it ignored, and Ctrl-C would then
-    reach nothing."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for(condition, process: subprocess.Popen, timeout: float = 120):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, ctrl_c_as_in_a_terminal
 from d2lperf import frameworks, hostlock
 
 SECTION = textwrap.dedent('''\
@@ -61,7 +61,7 @@ def section_with_a_child(tmp_path: Path):
          "--probe-seconds", "0.01"],
         env={**os.environ, "TMPDIR": str(temp),
              hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
+        preexec_fn=ctrl_c_as_in_a_terminal)
     assert wait_for(lambda: pids.exists() and pids.read_text().strip())
     return section, int(pids.read_text().split()[0]), temp
 

@@ -348,6 +348,13 @@ def kernel_of(library: str) -> str:
     return Path(lib["path"]).name if lib.get("path") else "unknown BLAS"
 
 
+def probe_record(n: int) -> dict[str, Any]:
+    """The probe's record before any product: its size and the BLAS variables inherited
+    (those set but empty named apart)."""
+    return {"size": n, "environment": blas_environment(), "empty": empty_variables(),
+            "checks": []}
+
+
 def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
           products: dict[tuple[str, str], Callable[[Any, Any], Any]] | None = None) -> None:
     """Refuse the section (experiment.Refused) when one of the framework's matrix
@@ -357,13 +364,12 @@ def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
     stand-ins (a test's wrong BLAS) for the real ones."""
     from d2lperf.errors import Refused
 
-    environment = blas_environment()
-    forced = environment.get("OPENBLAS_CORETYPE")
-    checks: list[dict[str, Any]] = []
-    record["blas_probe"] = {"size": n, "environment": environment, "empty": empty_variables(),
-                            "reference": f"float64 without BLAS: every entry of {PROBE_ROWS} "
-                                         f"rows and {PROBE_ROWS} columns, every row and "
-                                         "column sum", "pid": os.getpid(), "checks": checks}
+    record["blas_probe"] = probe_record(n)
+    record["blas_probe"].update(
+        reference=f"float64 without BLAS: every entry of {PROBE_ROWS} rows and {PROBE_ROWS} "
+                  "columns, every row and column sum", pid=os.getpid())
+    forced = record["blas_probe"]["environment"].get("OPENBLAS_CORETYPE")
+    checks = record["blas_probe"]["checks"]
     if products is None:
         products = {}
         for library, dtype in PROBES.get(framework, ()):
@@ -427,10 +433,9 @@ def probe_apart(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
     from d2lperf import children
     from d2lperf.errors import Refused
 
-    forced = os.environ.get("OPENBLAS_CORETYPE")
+    record["blas_probe"] = probe_record(n)  # what is known here; the probe's own replaces it
+    forced = record["blas_probe"]["environment"].get("OPENBLAS_CORETYPE")
     forcing = f"OPENBLAS_CORETYPE={forced!r}: " if forced is not None else ""
-    record["blas_probe"] = {"size": n, "environment": blas_environment(),
-                            "empty": empty_variables(), "checks": []}
     scripts = str(Path(__file__).resolve().parents[1])
     try:
         done = subprocess.run([sys.executable, "-c", _APART, scripts, framework, str(n),
