@@ -14,6 +14,7 @@
 #
 # GPU_CHECK_PYTHON: the interpreter with torch (default: python3). GPU_CHECK_PRESET: the
 # preset (default: documents on a GPU, ci without one). GPU_CHECK_CORES: Snakemake's cores.
+# GPU_CHECK_SECTIONS: some sections only, by name, space-separated (default: every one).
 # GPU_CHECK_KEEP=1 keeps the archive in CPU mode too, GPU_CHECK_DRY_RUN=1 plans the run
 # without running it (the tests use both).
 set -euo pipefail
@@ -56,12 +57,16 @@ echo "gpu_check: $mode mode, preset $preset, $cores cores, torch from $python"
 # Given as a JSON file, not as --config KEY=VALUE: Snakemake reads each such VALUE as YAML,
 # which would make a path with ' #' in it shorter, or one with ': ' a mapping.
 config="$here/config.json"
-"$python" - "$config" "$preset" "$interpreter" "$kit/fashion-mnist" "$on_cpu" <<'EOF'
+"$python" - "$config" "$preset" "$interpreter" "$kit/fashion-mnist" "$on_cpu" \
+  "${GPU_CHECK_SECTIONS:-}" <<'EOF'
 import json, sys
-out, preset, torch_python, data_dir, on_cpu = sys.argv[1:]
+out, preset, torch_python, data_dir, on_cpu, sections = sys.argv[1:]
+config = {"preset": preset, "frameworks": ["pytorch"], "torch_python": torch_python,
+          "data_dir": data_dir, "gpu_sections_on_cpu": on_cpu == "True"}
+if sections.split():  # names only: the workflow's config check refuses any other
+    config["sections"] = sections.split()
 with open(out, "w", encoding="utf-8") as handle:
-    json.dump({"preset": preset, "frameworks": ["pytorch"], "torch_python": torch_python,
-               "data_dir": data_dir, "gpu_sections_on_cpu": on_cpu == "True"}, handle)
+    json.dump(config, handle)
 EOF
 start=$(date +%s)
 if [ "${GPU_CHECK_DRY_RUN:-0}" = 1 ]; then  # the tests: the configuration as the run reads it

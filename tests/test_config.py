@@ -38,6 +38,9 @@ def changed(path, value):
      "(on Snakemake's command line: True or False)"),
     (["threads"], "many", "must be a positive integer or 'auto'"),
     (["machine"], "../elsewhere", "machine = '../elsewhere'"),
+    (["sections"], ["hybridise"], "sections.0 = 'hybridise': 'hybridise' is not one of "
+     "['hybridize', 'async_computation'"),
+    (["sections"], [], "sections = []: [] should be non-empty"),
 ])
 def test_bad_values_name_the_key(path, value, message):
     with pytest.raises(ConfigError) as error:

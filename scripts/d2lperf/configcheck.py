@@ -49,12 +49,14 @@ def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
 
 
 def load_schema(schema_path: str | Path) -> dict[str, Any]:
-    """The config schema: the file's, with what a preset holds filled in from the table of
-    sections, so that a section added there is required and checked in every preset, and
-    the frameworks allowed and their interpreters' keys from the framework registry."""
+    """The config schema: the file's, with what a preset holds and the sections one may
+    choose filled in from the table of sections, so that a section added there is required
+    and checked in every preset, and the frameworks allowed and their interpreters' keys
+    from the framework registry."""
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     schema["$defs"]["preset"] = sections.preset_schema()
     schema["properties"]["frameworks"]["items"] = {"enum": frameworks.names()}
+    schema["properties"]["sections"]["items"] = {"enum": sections.names()}
     for entry in frameworks.REGISTRY.values():
         schema["properties"].setdefault(entry.interpreter_key, {
             "type": "string", "minLength": 1,
