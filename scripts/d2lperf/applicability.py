@@ -14,7 +14,12 @@ from typing import Any
 
 from d2lperf.frameworks import REGISTRY
 
-FRAMEWORK_NAMES = {"mxnet": "MXNet", "pytorch": "eager PyTorch"}
+
+def running_as(framework: str) -> str:
+    """The framework's name by the way it runs work (``eager PyTorch``)."""
+    return REGISTRY[framework].running_as if framework in REGISTRY else framework
+
+
 # What a framework does not do on a device, in words, by the execution field it lacks.
 LACKS = {"queues_work": "each op finishes before it returns (nothing is queued)",
          "separate_devices": "its devices there are one device under several names"}
@@ -35,7 +40,7 @@ class Where:
         (or where the section did not run: that has its own verdict)."""
         if run is None or run.get("status") != "ok":
             return None
-        name = FRAMEWORK_NAMES.get(framework, framework)
+        name = running_as(framework)
         if self.frameworks is not None and framework not in self.frameworks:
             return f"the claim is not about {name}"
         found = execution(framework, run)
@@ -63,7 +68,7 @@ def execution(framework: str, run: dict[str, Any]) -> dict[str, Any]:
 
 
 def where_words(where: Where) -> str:
-    parts = [" and ".join(FRAMEWORK_NAMES.get(f, f) for f in where.frameworks or REGISTRY)]
+    parts = [" and ".join(running_as(f) for f in where.frameworks or REGISTRY)]
     if where.requires == ("queues_work",):
         parts.append("where the framework queues work (MXNet on any device, PyTorch on "
                      "CUDA)")

@@ -19,9 +19,9 @@ the section instead of being timed.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -29,6 +29,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from d2lperf.frameworks import DOCUMENTS, REGISTRY
 
 # Debian's libopenblas0-pthread, then whatever the dynamic linker knows.
 SYSTEM_CANDIDATES = (
@@ -232,9 +234,16 @@ PROBE_ROWS = 4
 # time numpy's), each in float32 (what is timed, at the documents' size) and float64 (the
 # same kernel set, one that computes either wrong is not trusted with the other; a wrong
 # double kernel is off at any size, so a smaller one keeps the check short).
-PROBES = {"mxnet": (("mxnet", "float32"), ("mxnet", "float64"),
-                    ("numpy", "float32"), ("numpy", "float64")),
-          "pytorch": (("pytorch", "float32"), ("pytorch", "float64"))}
+def probes(framework: str) -> tuple[tuple[str, str], ...]:
+    """The products (library, dtype) a framework's process is checked on: its own, and
+    numpy's in the documents' framework's, whose results pass through numpy and whose
+    ceilings time numpy's; none for a name the framework registry does not know."""
+    if framework not in REGISTRY:
+        return ()
+    libraries = (framework, "numpy") if framework == DOCUMENTS else (framework,)
+    return tuple((library, dtype) for library in libraries for dtype in ("float32", "float64"))
+
+
 UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float64": 2.0 ** -53}
 FLOAT64_PROBE_SIZE = 500
 
@@ -293,19 +302,17 @@ class Reference:
 def multiply_for(library: str, dtype: str = "float32") -> Callable[[Any, Any], Any]:
     """The matrix product a library's timings are built on, numpy arrays in and out,
     computed in ``dtype``."""
-    if library == "mxnet":
-        from mxnet import nd
-
-        return lambda a, b: nd.dot(nd.array(a, dtype=dtype), nd.array(b, dtype=dtype)).asnumpy()
-    if library == "pytorch":
-        import torch
-
-        kind = getattr(torch, dtype)
-        return lambda a, b: torch.mm(torch.from_numpy(a).to(kind),
-                                     torch.from_numpy(b).to(kind)).numpy()
     if library == "numpy":
         return lambda a, b: a.astype(dtype) @ b.astype(dtype)
+    if library in REGISTRY:  # each framework's module: its d2l-style matrix_product
+        return framework_module(library).matrix_product(dtype)
     raise ValueError(f"no matrix product known for {library!r}")
+
+
+def framework_module(name: str):
+    """d2lperf's module for a framework of the registry (imported when asked: it imports
+    this module)."""
+    return importlib.import_module(REGISTRY[name].module)
 
 
 def blas_in_use(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -334,13 +341,13 @@ def library_blas(library: str, loaded: list[dict[str, Any]] | None = None) -> di
 
 
 def kernel_of(library: str) -> str:
-    """The library and kernel a product runs on, in words: OpenBLAS's version and core
-    name, or torch's BLAS_INFO (mkl in the x86 wheels)."""
-    if library == "pytorch":
-        import torch  # its build settings name the BLAS (BLAS_INFO=mkl in the x86 wheels)
-
-        found = re.search(r"BLAS_INFO=([\w.+-]+)", torch.__config__.show())
-        return f"torch {found.group(1) if found else 'unknown BLAS'}"
+    """The library and kernel a product runs on, in words: what a framework's module says
+    of its own BLAS (``blas_kernel``, where it has one: torch names its build's), else
+    OpenBLAS's version and core name as loaded in this process."""
+    own = getattr(framework_module(library), "blas_kernel", None) if library in REGISTRY \
+        else None
+    if own is not None:
+        return own()
     lib = library_blas(library)
     if lib.get("core"):
         version = " ".join((lib.get("config") or "OpenBLAS").split(" ")[:2])
@@ -358,7 +365,7 @@ def probe_record(n: int) -> dict[str, Any]:
 def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
           products: dict[tuple[str, str], Callable[[Any, Any], Any]] | None = None) -> None:
     """Refuse the section (experiment.Refused) when one of the framework's matrix
-    products (PROBES) of n x n is off a float64 reference computed without BLAS by more
+    products (``probes``) of n x n is off a float64 reference computed without BLAS by more
     than probe_tolerance; record each check, its kernel and the BLAS variables inherited.
     Runs in the process that calls it; a section calls ``probe_apart``. ``products``:
     stand-ins (a test's wrong BLAS) for the real ones."""
@@ -372,7 +379,7 @@ def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
     checks = record["blas_probe"]["checks"]
     if products is None:
         products = {}
-        for library, dtype in PROBES.get(framework, ()):
+        for library, dtype in probes(framework):
             try:
                 products[library, dtype] = multiply_for(library, dtype)
             except ImportError as missing:  # the section's own import says so, if it needs it

@@ -40,7 +40,9 @@ class Framework:
     its build; ``module``: d2lperf's module for it. ``gpu_everywhere``: it queues work
     only on a GPU, so every section runs on a GPU where the machine has one (its jobs
     ask SLURM for one at least). ``blas_variant``: a run on a system BLAS (LD_PRELOAD)
-    swaps its BLAS, so it is the one framework such a variant runs."""
+    swaps its BLAS, so it is the one framework such a variant runs. ``runs_as``: how a
+    claim's "where it applies" names it, by the way it runs work (the label where
+    empty)."""
 
     name: str
     label: str
@@ -57,6 +59,11 @@ class Framework:
     min_version: tuple[int, int] | None = None
     gpu_everywhere: bool = False
     blas_variant: bool = False
+    runs_as: str = ""
+
+    @property
+    def running_as(self) -> str:
+        return self.runs_as or self.label
 
 
 REGISTRY: dict[str, Framework] = {f.name: f for f in [
@@ -74,7 +81,7 @@ REGISTRY: dict[str, Framework] = {f.name: f for f in [
               environment="envs/torch.yaml", lock="envs/torch.lock.txt",
               package="torch", module="d2lperf.torch",
               build="`make envs` (it builds .venv-torch)", min_version=(2, 1),
-              gpu_everywhere=True),
+              gpu_everywhere=True, runs_as="eager PyTorch"),
 ]}
 FRAMEWORKS = tuple(REGISTRY)
 DOCUMENTS = FRAMEWORKS[0]  # the documents' framework; older records' framework

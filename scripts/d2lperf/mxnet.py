@@ -28,6 +28,14 @@ from d2lperf.devices import KINDS
 from d2lperf.errors import Skipped
 
 
+def matrix_product(dtype: str = "float32"):
+    """The matrix product the BLAS probe checks: nd.dot in ``dtype``, numpy arrays in and
+    out (its kernel is the OpenBLAS loaded, which d2lperf.blas reads)."""
+    from mxnet import nd
+
+    return lambda a, b: nd.dot(nd.array(a, dtype=dtype), nd.array(b, dtype=dtype)).asnumpy()
+
+
 def devices(kind: str, count: int) -> list:
     """``count`` contexts of ``kind``; Skipped when the machine has too few GPUs, or
     GPUs the installed MXNet has no code for (before any work, rather than crash)."""

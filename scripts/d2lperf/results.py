@@ -164,6 +164,7 @@ def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = S
     import yaml
 
     schema = yaml.safe_load((Path(schema_folder) / "run.schema.yaml").read_text("utf-8"))
+    schema["properties"]["framework"]["enum"] = list(FRAMEWORKS)  # the registry's
     error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(record)), None)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "the record"

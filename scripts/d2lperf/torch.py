@@ -35,6 +35,24 @@ def version_problem(text: str) -> str | None:
     return frameworks.version_problem("pytorch", text)
 
 
+def matrix_product(dtype: str = "float32"):
+    """The matrix product the BLAS probe checks: torch.mm in ``dtype``, numpy arrays in
+    and out."""
+    import torch
+
+    kind = getattr(torch, dtype)
+    return lambda a, b: torch.mm(torch.from_numpy(a).to(kind),
+                                 torch.from_numpy(b).to(kind)).numpy()
+
+
+def blas_kernel() -> str:
+    """torch's BLAS, by its build settings (BLAS_INFO=mkl in the x86 wheels)."""
+    import torch
+
+    found = re.search(r"BLAS_INFO=([\w.+-]+)", torch.__config__.show())
+    return f"torch {found.group(1) if found else 'unknown BLAS'}"
+
+
 def devices(kind: str, count: int) -> list:
     """``count`` devices of ``kind``: GPUs ``cuda:0`` ... when the machine has enough
     (Skipped otherwise), or the CPU ``count`` times over: PyTorch has one CPU device,
