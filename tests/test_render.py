@@ -19,6 +19,9 @@ from conftest import REPO
 from d2lperf import claims as claims_module
 from d2lperf import sections as section_table
 from d2lperf.labels import Labels
+from d2lperf.report import claims_view, sections_view
+from d2lperf.report.values import records
+from d2lperf.results import section_folder
 
 SUMMARY_COLUMNS = ["document", "variant", "section", "framework", "experiment", "case",
                    "metric", "epoch", "unit", "devices", "label", "document_printed",
@@ -104,7 +107,7 @@ def tables(tmp: Path, frameworks=("mxnet", "pytorch")) -> argparse.Namespace:
             verdict(framework, "two_devices_speed_up_resnet", "multi_gpu_gluon",
                     "not applicable", evidence="multi_gpu_gluon was skipped"),
         ]
-        folder = render_report.section_folder
+        folder = section_folder
         runs += [
             run_record(tmp / folder("hybridize", framework), "hybridize", framework, "ok",
                        steadiness={"probe_before_s": 0.2, "probe_after_s": 0.21,
@@ -262,7 +265,7 @@ def test_mxnet_only(tmp_path):
 
 
 def test_effect_words():
-    words = render_report.effect_words
+    words = claims_view.effect_words
     assert words("speedup", 0.25, 0.2, 0.5) == "4.0× faster [2.0–5.0]"
     assert words("speedup", 2.0, 1.5, 2.5) == "2.0× slower [1.5–2.5]"
     assert words("speedup", 1.01, 0.98, 1.03, "no meaningful difference") == (
@@ -293,14 +296,16 @@ def test_labels_refuse_an_incomplete_row():
 
 
 def test_every_claim_says_how_the_report_words_it():
-    table = claims_module.words()
+    table = claims_view.wording()
     names = {c.name for c in claims_module.CLAIMS} | {
         "lenet_accuracy_as_documented", "resnet_accuracy_as_documented", "outputs_reproduced"}
     assert names == set(table)
-    for name, words in table.items():
-        assert words["short"] and words["form"] in claims_module.FORMS, name
-        if words["form"] in ("speedup", "share", "overlap", "more"):
-            assert words["document_numerator"] and words["document_denominator"], name
+    for name, claim in table.items():
+        assert claim.name == name and claim.short and claim.form in claims_module.FORMS, name
+        if claim.form in ("speedup", "share", "overlap", "more"):
+            assert all(claim.figures), name
+    assert table["resnet_accuracy_as_documented"].figures[0] == (
+        "resnet18_1_device+resnet18_2_devices")
 
 
 def sections_csv(folder: Path) -> Path:
@@ -351,7 +356,7 @@ def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
 
 def test_a_training_run_the_machine_cannot_hold_is_named_with_its_reason():
     # one H200: the documents' 1-GPU run trains, the 2-GPU one is named, not just missing
-    line = render_report.run_line({
+    line = sections_view.run_line({
         "status": "ok", "wall_seconds": 61.0, "parameters": {},
         "notes": {"runs_not_run": {"resnet18_2_devices": "needs 2 GPUs, found 1"}}})
     assert line["status"] == "ok"
@@ -389,8 +394,7 @@ def test_first_screen_never_says_does_not_hold_for_a_claim_that_does_not_apply(t
     caption = re.search(r"<caption>(.*?)</caption>", claims, re.S).group(1)
     # 3 decisive (2 + MXNet's queueing), in two frameworks: 2 x 0.025
     assert "of this run's 3 decisive verdicts, at most 0.05 are expected wrong" in caption
-    view = render_report.claim_rows(render_report.records(args.verdicts), ["mxnet", "pytorch"],
-                                    {}, [], {}, {})
+    view = claims_view.claim_rows(records(args.verdicts), ["mxnet", "pytorch"], {}, [], {}, {})
     queue = next(c for c in view if c["name"] == "queueing_returns_at_once")
     assert queue["document_evidence"].startswith("holds (queued/finished 0.11")
     assert queue["cells"][1]["finding"] == "queued/finished 2.18e+03"
