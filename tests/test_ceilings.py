@@ -87,6 +87,8 @@ def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tm
     import render_report
     from test_render import SUMMARY_COLUMNS, figure, run_record, tables, write_csv
 
+    from d2lperf.report.values import records
+
     args = tables(tmp_path)
     machine = json.loads(args.machine.read_text())
     machine["cpu"].update(
@@ -96,7 +98,7 @@ def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tm
         {"path": "/x/mxnet/libopenblas.so.0", "core": "Prescott",
          "config": "OpenBLAS 0.3.13 DYNAMIC_ARCH USE_OPENMP"}]
     args.machine.write_text(json.dumps(machine))
-    summary = list(render_report.records(args.summary))
+    summary = list(records(args.summary))
     rate = {"metric": "rate", "unit": "GFLOP/s"}
     summary += [figure("mxnet", "ceilings", "mxnet_dot_2000", None, "", 28.6, **rate),
                 figure("pytorch", "ceilings", "torch_mm_4000", None, "", 208.0, **rate),
@@ -143,7 +145,7 @@ def test_the_kernels_bench_prints_stock_and_forced_kernels_beside_the_ceilings()
 
 
 def test_a_forced_kernel_variant_that_ran_is_set_against_this_runs_dot(tmp_path):
-    import render_report
+    from d2lperf.report.provenance_view import forced_kernel_ratios
 
     table = tmp_path / "comparison.csv"
     pd.DataFrame([
@@ -153,6 +155,6 @@ def test_a_forced_kernel_variant_that_ran_is_set_against_this_runs_dot(tmp_path)
                         ("box--haswell-kernel", "mxnet_dot_4000", 70.2),
                         ("box--system-blas", "mxnet_dot_4000", 26.5),
                         ("other-box", "mxnet_dot_4000", 300.0))]).to_csv(table, index=False)
-    assert render_report.forced_kernel_ratios(table, "box") == [
+    assert forced_kernel_ratios(table, "box") == [
         "box--haswell-kernel: 70 GFLOP/s, 2.70× this run's mxnet_dot_4000"]
-    assert render_report.forced_kernel_ratios(None, "box") == []
+    assert forced_kernel_ratios(None, "box") == []

@@ -1,6 +1,7 @@
 """The library in layers: no module of the project imports, directly or through others,
 a module that imports it back; the leaves (errors, argument types, the tables of sections
-and frameworks) import nothing of the library above them; one version of each twin."""
+and frameworks) import nothing of the library above them; the report's parts
+(d2lperf.report) are the top layer, which nothing below imports; one version of each twin."""
 
 from __future__ import annotations
 
@@ -12,9 +13,18 @@ import pytest
 from conftest import REPO
 
 PACKAGE = REPO / "scripts/d2lperf"
+REPORT = "report"  # the subpackage of the report's view model: the top layer
 # The leaves: what every other layer may import; they import no layer above them.
 LEAVES = {"errors": set(), "frameworks": set(), "sections": set(),
           "arguments": {"sections"}, "devices": set()}
+
+
+def module_name(dotted: str) -> str:
+    """A module's name in the graph from its import path: ``d2lperf.claims`` -> ``claims``,
+    ``d2lperf.report.overview`` -> ``report.overview`` (the package ``d2lperf.report``
+    itself -> ``report``)."""
+    parts = dotted.split(".")[1:]
+    return ".".join(parts[:2] if parts[0] == REPORT else parts[:1])
 
 
 def imports(path: Path) -> set[str]:
@@ -23,19 +33,28 @@ def imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "d2lperf":
-                found |= {a.name for a in node.names}
+            if node.module in ("d2lperf", f"d2lperf.{REPORT}"):
+                found |= {module_name(f"{node.module}.{a.name}") for a in node.names}
             elif node.module.startswith("d2lperf."):
-                found.add(node.module.split(".")[1])
+                found.add(module_name(node.module))
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names
+            found |= {module_name(a.name) for a in node.names
                       if a.name.startswith("d2lperf.")}
     return found
 
 
+def module_paths() -> dict[str, Path]:
+    """Every module of the library by its name in the graph, the report's parts too."""
+    found = {p.stem: p for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    found[REPORT] = PACKAGE / REPORT / "__init__.py"
+    found |= {f"{REPORT}.{p.stem}": p for p in (PACKAGE / REPORT).glob("*.py")
+              if p.stem != "__init__"}
+    return found
+
+
 def graph() -> dict[str, set[str]]:
-    modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
-    return {m: imports(PACKAGE / f"{m}.py") & modules for m in modules}
+    paths = module_paths()
+    return {m: imports(path) & set(paths) for m, path in paths.items()}
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -81,10 +100,27 @@ def test_the_leaves_import_nothing_above_them():
         assert edges[leaf] <= allowed, (leaf, sorted(edges[leaf] - allowed))
 
 
+def test_the_graph_sees_the_report_parts_and_their_imports():
+    """The walk reads the subpackage: else the next test would pass on nothing."""
+    edges = graph()
+    assert {"report.claims_view", "report.overview", "report.values"} <= set(edges)
+    assert {"claims", "report.values"} <= edges["report.claims_view"]
+    assert module_name("d2lperf.report.values") == "report.values"
+    assert module_name("d2lperf.claims") == "claims"
+
+
+def test_the_report_parts_are_the_top_layer():
+    """The report's parts may import any module of the library; no module below imports
+    one of them back."""
+    below = {m: found for m, found in graph().items() if m.split(".")[0] != REPORT}
+    up = {m: sorted(n for n in found if n.split(".")[0] == REPORT) for m, found in below.items()}
+    assert not {m: found for m, found in up.items() if found}
+
+
 def test_no_script_imports_a_module_that_imports_the_script_back():
     """The scripts import the library, never the other way round."""
     modules = {p.stem for p in (REPO / "scripts").glob("*.py")}
-    for path in PACKAGE.glob("*.py"):
+    for path in module_paths().values():
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text)
         for node in ast.walk(tree):

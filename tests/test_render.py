@@ -19,6 +19,9 @@ from conftest import REPO
 from d2lperf import claims as claims_module
 from d2lperf import sections as section_table
 from d2lperf.labels import Labels
+from d2lperf.report import claims_view, sections_view
+from d2lperf.report.values import records
+from d2lperf.results import section_folder
 
 SUMMARY_COLUMNS = ["document", "variant", "section", "framework", "experiment", "case",
                    "metric", "epoch", "unit", "devices", "label", "document_printed",
@@ -104,7 +107,7 @@ def tables(tmp: Path, frameworks=("mxnet", "pytorch")) -> argparse.Namespace:
             verdict(framework, "two_devices_speed_up_resnet", "multi_gpu_gluon",
                     "not applicable", evidence="multi_gpu_gluon was skipped"),
         ]
-        folder = render_report.section_folder
+        folder = section_folder
         runs += [
             run_record(tmp / folder("hybridize", framework), "hybridize", framework, "ok",
                        steadiness={"probe_before_s": 0.2, "probe_after_s": 0.21,
@@ -156,69 +159,144 @@ def text(html: str) -> str:
     return unescape(re.sub(r"<[^>]+>", " ", html))
 
 
+def cell_text(html: str) -> str:
+    """A table cell's words, white space folded."""
+    return " ".join(text(html).split())
+
+
 @pytest.fixture
-def page(tmp_path):
-    return render_report.render(tables(tmp_path))
+def args(tmp_path):
+    return tables(tmp_path)
 
 
-def test_claims_have_a_verdict_per_framework_and_the_documents_ratio(page):
-    claims = re.search(r'<table class="claims stack" id="claims">(.*?)</table>', page, re.S)
-    row = next(r for r in claims.group(1).split("<tr>") if "hybridize() speeds up" in r)
-    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
-    assert [text(c).split()[0] for c in cells[:2]] == ["holds", "holds"]
-    assert "2.2× faster [2.0–2.4]" in text(cells[0])  # 1 / 0.46, interval 1/(0.46 × 1.1)
-    assert "1.8× faster" in text(cells[2])  # the document: 0.2341 / 0.4270
-    assert "MXNet here" in claims.group(1) and "PyTorch here" in claims.group(1)
+@pytest.fixture
+def view(args):
+    return render_report.view(args)
 
 
-def test_a_skipped_claim_says_why(page):
-    claims = re.search(r'id="claims">(.*?)</table>', page, re.S).group(1)
-    row = next(r for r in claims.split("<tr>") if "ResNet-18" in r)
-    assert "skipped: needs 1 GPU, found 0" in text(row)
+@pytest.fixture
+def page(args):
+    return render_report.render(args)
 
 
-def test_figures_side_by_side_in_the_document_order(page):
+def claim_of(view: dict, name: str) -> dict:
+    return next(c for c in view["claims"] if c["name"] == name)
+
+
+def section_of(view: dict, experiment: str) -> dict:
+    return next(s for s in view["sections"] if s["experiment"] == experiment)
+
+
+def test_claims_have_a_verdict_per_framework_and_the_documents_ratio(view):
+    assert view["frameworks"] == ["MXNet", "PyTorch"]
+    row = claim_of(view, "hybridize_speeds_up_mlp")
+    assert row["short"] == "hybridize() speeds up the MLP"
+    assert [c["verdict"] for c in row["cells"]] == ["holds", "holds"]
+    assert row["cells"][0]["line"] == "2.2× faster [2.0–2.4]"  # 1 / 0.46, 1/(0.46 × 1.1)
+    assert row["document"] == "1.8× faster"  # the document: 0.2341 / 0.4270
+
+
+def test_the_claims_table_shows_the_views_verdicts_a_column_per_framework(view, page):
+    """The template: a column per framework the view names, then the documents'; a cell
+    is its verdict with its first-screen line."""
+    claims = re.search(r'<table class="claims stack" id="claims">(.*?)</table>', page,
+                       re.S).group(1)
+    head = [cell_text(h) for h in re.findall(r'<th scope="col">(.*?)</th>', claims)]
+    assert head == ["claim", "MXNet here", "PyTorch here", "the documents (2019)"]
+    row = next(r for r in claims.split("<tr>") if "hybridize() speeds up" in r)
+    cells = [cell_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    mine = claim_of(view, "hybridize_speeds_up_mlp")
+    assert cells == [f"{c['verdict']} {c['line']}" for c in mine["cells"]] + [mine["document"]]
+    caption = cell_text(re.search(r"<caption>(.*?)</caption>", claims, re.S).group(1))
+    chance = view["chance"]
+    assert (f"of this run's {chance['decisive']} decisive verdicts, at most "
+            f"{chance['expected']:.2g} are expected wrong") in caption
+
+
+def test_a_skipped_claim_says_why(view):
+    row = claim_of(view, "two_devices_speed_up_resnet")
+    assert [c["line"] for c in row["cells"]] == ["skipped: needs 1 GPU, found 0"] * 2
+
+
+def test_figures_side_by_side_in_the_document_order(view):
+    figures = section_of(view, "hybridize")["figures"]
+    assert [r["label"] for r in figures] == ["MLP, before hybridize()", "MLP, after hybridize()"]
+    first = figures[0]
+    assert (first["document_printed"], first["unit"], first["extra"]) == ("0.4270", "s", False)
+    assert [(c["text"], c["notes"]) for c in first["cells"]] == [
+        ("0.1234 s", "[0.1111–0.1357] · n 6 · 0.29× the document"),
+        ("0.2468 s", "[0.2221–0.2715] · n 6 · 0.58× the document")]
+
+
+def test_the_figures_table_shows_every_part_of_a_cell(view, page):
+    """The template: a figure's row is its label, the document's figure and unit, then
+    each framework's median, its interval, count and ratio."""
+    table = re.search(r"The document&#39;s figures</caption>(.*?)</table>",
+                      section(page, "hybridize"), re.S).group(1)
+    row = text(table.split("<tr>")[2]).split()
+    first = section_of(view, "hybridize")["figures"][0]
+    expected = [first["label"], first["document_printed"], first["unit"]]
+    for cell in first["cells"]:
+        expected += [cell["text"], cell["notes"]]
+    assert row == " ".join(expected).split()
+
+
+def test_extra_measurements_are_labelled_and_marked(view, page):
+    extras = section_of(view, "hybridize")["extras"]
+    assert len(extras) == 2 and all(r["extra"] and r["labelled"] for r in extras)
+    assert extras[0]["label"] == ("MLP forward passes, imperative: a second copy timed beside "
+                                  "the first (A/A pair)")
+    assert "after torch.compile()" in extras[1]["label"]
+    assert [c["text"] for c in extras[1]["cells"]] == ["not measured", "0.0300 s"]  # MXNet: none
     hybridize = section(page, "hybridize")
-    table = re.search(r"The document&#39;s figures</caption>(.*?)</table>", hybridize,
-                      re.S).group(1)
-    rows = [text(r) for r in table.split("<tr>")[2:]]
-    assert rows[0].split() == ["MLP,", "before", "hybridize()", "0.4270", "s", "0.1234", "s",
-                               "[0.1111–0.1357]", "·", "n", "6", "·", "0.29×", "the",
-                               "document", "0.2468", "s", "[0.2221–0.2715]", "·", "n", "6",
-                               "·", "0.58×", "the", "document"]
-    assert rows[1].startswith(" MLP, after hybridize()")
+    assert text(hybridize).count("extra measurement") == 2  # the template marks each
+    assert "mlp_before_hybridize_twin" not in text(hybridize)  # never the bare case name
 
 
-def test_extra_measurements_are_labelled_and_marked(page):
-    hybridize = section(page, "hybridize")
-    extras = re.search(r"Extra measurements \(the documents printed none\)</caption>(.*?)"
-                       r"</table>", hybridize, re.S).group(1)
-    rows = [text(r) for r in extras.split("<tr>")[2:]]
-    assert len(rows) == 2 and all("extra measurement" in r for r in rows)
-    assert "a second copy timed beside the first (A/A pair)" in rows[0]
-    assert "after torch.compile()" in rows[1] and "not measured" in rows[1]  # MXNet: none
-    assert "mlp_before_hybridize_twin" not in text(hybridize)
+def test_a_failed_section_shows_its_log_tail(view):
+    failed = section_of(view, "auto_parallelism")
+    assert failed["ran"]
+    assert [(r["framework"], r["status"]) for r in failed["runs"]] == [("MXNet", "failed"),
+                                                                      ("PyTorch", "ok")]
+    assert [(f["framework"], f["run"]["log_tail"]) for f in failed["failed"]] == [
+        ("MXNet", LOG_TAIL)]
+    cpu_only = next(r for r in failed["figures"] if r["label"] == "Run on CPU")
+    assert [c["text"] for c in cpu_only["cells"]] == ["failed", "0.5000 s"]  # PyTorch's still
+    runs = [(r["job"], r["run"]["status"]) for r in view["runs"]]
+    assert ("auto_parallelism", "failed") in runs and ("auto_parallelism_pytorch", "ok") in runs
+    assert [status for _, status in runs].count("failed") == 1
 
 
-def test_a_failed_section_shows_its_log_tail(page):
+def test_a_failed_sections_log_tail_is_escaped_and_unfolded(page):
     failed = section(page, "auto_parallelism")
     assert '<span class="status-failed">failed</span>' in failed
     assert str(escape(LOG_TAIL)) in failed
     assert '<details open class="wide">' in failed
-    assert "Run on CPU" in failed and "0.5000 s" in failed  # PyTorch's run is still there
     runs = section(page, "provenance")
     assert '<tr data-run="auto_parallelism" data-status="failed">' in runs
     assert '<tr data-run="auto_parallelism_pytorch" data-status="ok">' in runs
     assert runs.count('data-status="failed"') == 1
 
 
-def test_a_section_that_ran_nowhere_is_one_line_with_its_command(page):
+def test_a_section_that_ran_nowhere_is_one_line_with_its_command(view):
+    skipped = section_of(view, "multi_gpu_gluon")
+    assert not skipped["ran"] and skipped["plot"] is None
+    assert [(n["frameworks"], n["reason"], n["command"]) for n in skipped["not_run"]] == [
+        (["MXNet", "PyTorch"], "needs 1 GPU, found 0",  # both frameworks, for the same reason
+         "snakemake --cores all --forcerun multi_gpu_gluon multi_gpu_gluon_pytorch "
+         "--config gpu_sections_on_cpu=True")]
+    assert [r["document_printed"] for r in skipped["figures"]] == ["13.2"]
+
+
+def test_a_section_that_ran_nowhere_reads_as_its_lines_and_its_folded_figures(view, page):
+    """The template: one paragraph per reason with its command as code, no plot, the
+    document's figures folded."""
     skipped = section(page, "multi_gpu_gluon")
     lines = re.findall(r"<p>(.*?)</p>", skipped, re.S)
-    assert len(lines) == 1  # both frameworks, for the same reason
-    assert "(MXNet, PyTorch): needs 1 GPU, found 0" in lines[0]
-    assert ("<code>snakemake --cores all --forcerun multi_gpu_gluon multi_gpu_gluon_pytorch "
-            "--config gpu_sections_on_cpu=True</code>") in lines[0]
+    (line,) = section_of(view, "multi_gpu_gluon")["not_run"]
+    assert len(lines) == 1
+    assert f"({', '.join(line['frameworks'])}): {line['reason']}" in lines[0]
+    assert f"<code>{line['command']}</code>" in lines[0]
     assert "<img" not in skipped
     assert "13.2" in re.search(r"<details>(.*?)</details>", skipped, re.S).group(1)
 
@@ -226,6 +304,19 @@ def test_a_section_that_ran_nowhere_is_one_line_with_its_command(page):
 def test_every_document_figure_and_output_is_on_the_page(page):
     for printed in ("0.4270", "0.2341", "0.8423", "13.2", "[[-0.11 &lt;0.05&gt;]]"):
         assert printed in page, printed
+
+
+def test_overview_has_a_mark_per_framework_that_measured_each_figure(view):
+    rows = view["overview"]["rows"]
+    assert [r["label"] for r in rows] == ["MLP, before hybridize()", "MLP, after hybridize()",
+                                          "Run on CPU", "ResNet-18, 1 GPU: sec/epoch"]
+    measured = [[m["framework"] if m else None for m in r["marks"]] for r in rows]
+    assert measured == [["mxnet", "pytorch"], ["mxnet", "pytorch"], [None, "pytorch"],
+                        [None, None]]  # resnet18 ran nowhere
+    mark = rows[0]["marks"][0]  # 0.1234 / 0.4270 with its interval
+    assert (mark["ratio"], mark["low"], mark["high"]) == pytest.approx(
+        (0.1234 / 0.4270, 0.9 * 0.1234 / 0.4270, 1.1 * 0.1234 / 0.4270))
+    assert view["overview"]["range"] == (0.1, 10)
 
 
 def test_overview_draws_a_mark_per_framework_with_a_text_alternative(page):
@@ -237,16 +328,24 @@ def test_overview_draws_a_mark_per_framework_with_a_text_alternative(page):
     assert svg.count("<circle") == 2 + 1 and svg.count("<path") == 3 + 1
     assert "not measured" in svg  # resnet18 ran nowhere
     table = re.search(r"The figure as a table.*?</table>", page, re.S).group(0)
-    assert "0.289× [0.26–0.318]" in table  # 0.1234 / 0.4270 with its interval
+    assert "0.289× [0.26–0.318]" in table  # the template's three figures of the view's ratio
 
 
-def test_provenance_lists_both_stacks(page):
-    provenance = section(page, "provenance")
-    assert "MXNet 1.9.1" in provenance and "PyTorch 2.13.0+cpu (cpu build)" in provenance
-    assert provenance.count('class="status-') >= 6  # every run, each framework
+def test_provenance_lists_both_stacks(view):
+    assert [(name, rows["version"]) for name, rows in view["stacks"].items()] == [
+        ("MXNet", "MXNet 1.9.1"), ("PyTorch", "PyTorch 2.13.0+cpu (cpu build)")]
+    assert sorted((r["experiment"], r["framework"]) for r in view["runs"]) == sorted(
+        (s, f) for s in ("hybridize", "auto_parallelism", "multi_gpu_gluon")
+        for f in ("MXNet", "PyTorch"))  # every run, each framework
 
 
-def test_checks_one_line_each_on_the_first_screen(page):
+def test_checks_one_line_each_on_the_first_screen(view):
+    aa = next(c for c in view["checks"] if c["title"] == "Identical work (A/A)")
+    assert aa["cells"] == [{"framework": f, "verdict": "holds", "text": "1% apart"}
+                           for f in ("MXNet", "PyTorch")]
+
+
+def test_the_first_screen_reads_each_stack_and_check_in_one_line(page):
     facts = re.search(r'<dl class="facts">(.*?)</dl>', page, re.S).group(1)
     assert "MXNet 1.9.1; PyTorch 2.13.0+cpu" in text(facts)
     aa = " ".join(text(re.search(r"Identical work \(A/A\).*?</dd>", facts, re.S).group(0))
@@ -255,14 +354,20 @@ def test_checks_one_line_each_on_the_first_screen(page):
 
 
 def test_mxnet_only(tmp_path):
-    page = render_report.render(tables(tmp_path, frameworks=("mxnet",)))
-    assert "PyTorch" not in text(page)
+    args = tables(tmp_path, frameworks=("mxnet",))
+    view = render_report.view(args)
+    assert view["frameworks"] == ["MXNet"] and list(view["stacks"]) == ["MXNet"]
+    assert all(len(c["cells"]) == 1 for c in view["claims"])
+    assert all(len(r["marks"]) == 1 for r in view["overview"]["rows"])
+    first = section_of(view, "hybridize")["figures"][0]
+    assert [c["text"] for c in first["cells"]] == ["0.1234 s"]
+    page = render_report.render(args)
+    assert "PyTorch" not in text(page)  # nothing of the template's own names another
     assert "MXNet here" in page
-    assert "0.1234 s" in page
 
 
 def test_effect_words():
-    words = render_report.effect_words
+    words = claims_view.effect_words
     assert words("speedup", 0.25, 0.2, 0.5) == "4.0× faster [2.0–5.0]"
     assert words("speedup", 2.0, 1.5, 2.5) == "2.0× slower [1.5–2.5]"
     assert words("speedup", 1.01, 0.98, 1.03, "no meaningful difference") == (
@@ -293,14 +398,16 @@ def test_labels_refuse_an_incomplete_row():
 
 
 def test_every_claim_says_how_the_report_words_it():
-    table = claims_module.words()
+    table = claims_view.wording()
     names = {c.name for c in claims_module.CLAIMS} | {
         "lenet_accuracy_as_documented", "resnet_accuracy_as_documented", "outputs_reproduced"}
     assert names == set(table)
-    for name, words in table.items():
-        assert words["short"] and words["form"] in claims_module.FORMS, name
-        if words["form"] in ("speedup", "share", "overlap", "more"):
-            assert words["document_numerator"] and words["document_denominator"], name
+    for name, claim in table.items():
+        assert claim.name == name and claim.short and claim.form in claims_module.FORMS, name
+        if claim.form in ("speedup", "share", "overlap", "more"):
+            assert all(claim.figures), name
+    assert table["resnet_accuracy_as_documented"].figures[0] == (
+        "resnet18_1_device+resnet18_2_devices")
 
 
 def sections_csv(folder: Path) -> Path:
@@ -316,7 +423,9 @@ def test_labels_csv_names_known_sections():
     assert {r["experiment"] for r in labels.rows} <= sections
 
 
-def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
+def across_machines(tmp_path: Path) -> argparse.Namespace:
+    """The tables with two machines' comparison: test-box the baseline, gpu-box five times
+    faster; a claim's verdicts differ between them, and a check is among the verdicts."""
     args = tables(tmp_path)
     columns = ["framework", "experiment", "case", "metric", "epoch", "unit", "devices",
                "label", "machine", "count", "median", "ci_low", "ci_high", "speedup",
@@ -338,11 +447,29 @@ def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
          {"framework": "mxnet", "name": "aa_hybridize", "claim": "a check",
           "test-box": "holds", "gpu-box": "holds"}])
     args.comparison_plot = args.plots[0]
-    across = section(render_report.render(args), "across-machines")
+    return args
+
+
+def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
+    across = render_report.view(across_machines(tmp_path))["comparison"]
+    assert across["machines"] == ["test-box", "gpu-box"]  # the baseline first
+    (row,) = across["verdicts"]  # the checks stay in each machine's own report
+    assert row["short"] == "hybridize() speeds up the MLP"
+    assert row["cells"] == [
+        [{"framework": "MXNet", "verdict": "holds"}, {"framework": "PyTorch", "verdict": "holds"}],
+        [{"framework": "MXNet", "verdict": "inconclusive"},
+         {"framework": "PyTorch", "verdict": "does not hold"}]]
+    assert [(r["label"], r["framework"], [c["speedup"] for c in r["cells"]])
+            for r in across["rows"]] == [("MLP, after hybridize()", f, [1.0, 5.0])
+                                         for f in ("MXNet", "PyTorch")]
+    assert across["plot"].startswith("data:image/svg+xml;base64,")
+
+
+def test_across_machines_reads_a_cell_per_machine_and_folds_the_plot(tmp_path):
+    across = section(render_report.render(across_machines(tmp_path)), "across-machines")
     row = next(r for r in across.split("<tr>") if "hybridize() speeds up" in r)
-    cells = [" ".join(text(c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    cells = [cell_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
     assert cells == ["MXNet holds · PyTorch holds", "MXNet inconclusive · PyTorch does not hold"]
-    assert "a check" not in across  # the checks stay in each machine's own report
     assert re.search(r"<details><summary>Speed-ups against test-box, as a plot</summary>\s*<img",
                      across)
     assert "5.00×" in across
@@ -351,7 +478,7 @@ def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
 
 def test_a_training_run_the_machine_cannot_hold_is_named_with_its_reason():
     # one H200: the documents' 1-GPU run trains, the 2-GPU one is named, not just missing
-    line = render_report.run_line({
+    line = sections_view.run_line({
         "status": "ok", "wall_seconds": 61.0, "parameters": {},
         "notes": {"runs_not_run": {"resnet18_2_devices": "needs 2 GPUs, found 1"}}})
     assert line["status"] == "ok"
@@ -377,20 +504,23 @@ def test_first_screen_never_says_does_not_hold_for_a_claim_that_does_not_apply(t
                    document_evidence="holds (queued/finished 0.11 of the wait)")
         rows.append(row)
     write_csv(args.verdicts, columns, rows)
-    page = render_report.render(args)
-    claims = re.search(r'id="claims">(.*?)</table>', page, re.S).group(1)
-    row = next(r for r in claims.split("<tr>") if "front end returns at once" in r)
-    cells = [text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-    assert cells[0].split()[0] == "holds"
-    assert cells[1].split(" measured")[0].strip().startswith("not applicable here")
-    assert "does not hold" not in row
-    assert "each op finishes before it returns; measured: queueing 2180× the wait" in cells[1]
-    assert cells[2].split()[0] == "holds"  # the documents' figures are not in this summary
-    caption = re.search(r"<caption>(.*?)</caption>", claims, re.S).group(1)
+    view = render_report.view(args)
+    queue = claim_of(view, "queueing_returns_at_once")
+    mxnet, pytorch = queue["cells"]
+    assert mxnet["verdict"] == "holds"
+    assert pytorch["verdict"] == "not applicable here"
+    assert pytorch["line"] == ""  # the reason and the measurement folded under the verdict
+    assert pytorch["more"].startswith("eager PyTorch on a CPU: each op finishes before it "
+                                      "returns; measured: queueing 2180× the wait")
+    shown = [queue["claim"], queue["short"], queue["document"], queue["document_verdict"],
+             queue["document_by_variant"]] + [c[k] for c in queue["cells"]
+                                               for k in ("verdict", "line", "more")]
+    assert not [words for words in shown if "does not hold" in words]
+    assert queue["document_verdict"] == "holds"  # the documents' figures: not in this summary
     # 3 decisive (2 + MXNet's queueing), in two frameworks: 2 x 0.025
-    assert "of this run's 3 decisive verdicts, at most 0.05 are expected wrong" in caption
-    view = render_report.claim_rows(render_report.records(args.verdicts), ["mxnet", "pytorch"],
-                                    {}, [], {}, {})
+    assert view["chance"]["decisive"] == 3
+    assert view["chance"]["expected"] == pytest.approx(0.05)
+    view = claims_view.claim_rows(records(args.verdicts), ["mxnet", "pytorch"], {}, [], {}, {})
     queue = next(c for c in view if c["name"] == "queueing_returns_at_once")
     assert queue["document_evidence"].startswith("holds (queued/finished 0.11")
     assert queue["cells"][1]["finding"] == "queued/finished 2.18e+03"

@@ -365,12 +365,12 @@ def test_a_waited_for_child_counts_as_the_sections_own_cpu_not_others():
 
 
 def test_the_report_says_how_many_stages_a_section_took_and_why():
-    import render_report
+    from d2lperf.report.sections_view import run_line
 
     _, _, record = staged(FakeSampler(ratio=0.95, noise=0.05, offset=0.03, seconds=10.0),
                           budget=100.0)
-    line = render_report.run_line({"status": "ok", "wall_seconds": 80.0, "parameters": {},
-                                   "stages": record})
+    line = run_line({"status": "ok", "wall_seconds": 80.0, "parameters": {},
+                     "stages": record})
     assert "; 2 stages, 8 processes pooled; stopped: budget spent (the next stage would " \
            "not fit in 100 s; undecided: hybridize_speeds_up_mlp" in line["text"]
     assert ("each look at 98.3% (Bonferroni: 0.05 shared by 3 planned looks; Holm over the "

@@ -386,21 +386,6 @@ ACCURACY_TEXT = "training reaches the documents' test accuracy after their epoch
 OUTPUTS = ("outputs_reproduced", "printed outputs reproduced")  # summarise judges it
 
 
-def words() -> dict[str, dict[str, str]]:
-    """How the report words each claim: its first screen's short name, how its ratio
-    reads (``form``), and the cases whose documents' figures give the documents' own
-    ratio (``document_numerator`` / ``document_denominator``) or accuracies."""
-    table = {c.name: {"short": c.short or c.text, "form": c.form,
-                      "document_numerator": c.figures[0], "document_denominator": c.figures[1],
-                      "document": c.document or ""} for c in CLAIMS}
-    for name, _, cases, prefer, short in ACCURACY_CLAIMS:
-        table[name] = {"short": short, "form": "accuracy", "document_numerator": "+".join(cases),
-                       "document_denominator": "", "document": prefer or ""}
-    table[OUTPUTS[0]] = {"short": OUTPUTS[1], "form": "outputs", "document_numerator": "",
-                         "document_denominator": "", "document": ""}
-    return table
-
-
 # --- the same rules on the documents' own figures ---------------------------------------
 
 def documents_verdict(claim: Claim, reference: pd.DataFrame,

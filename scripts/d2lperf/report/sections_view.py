@@ -1,0 +1,127 @@
+"""The sections: each with its runs' status lines, its claims, its figures and outputs
+beside the documents', its plot, and for a section that did not run, why and the command
+that runs it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from d2lperf import stages
+from d2lperf.frameworks import DOCUMENTS
+from d2lperf.report.values import FRAMEWORKS, Row, svg_data_uri
+from d2lperf.results import section_folder
+
+RAN = ("ok", "failed")  # statuses of a section that did something worth showing
+
+
+def run_key(run: Row) -> tuple[str, str]:
+    """A run record's (framework, section): older records name no framework, the
+    documents' one."""
+    return run.get("framework") or DOCUMENTS, run["experiment"]
+
+
+def how_to_run(experiment: str, frameworks: list[str], reason: str) -> Row:
+    """The command that runs a section that did not run here, and what it does."""
+    rules = " ".join(section_folder(experiment, f) for f in frameworks)
+    if "GPU" in reason or "compute capability" in reason:
+        elsewhere = ("a GPU this build has code for" if "compute capability" in reason
+                     else "the GPUs")
+        return {"command": f"snakemake --cores all --forcerun {rules} "
+                           "--config gpu_sections_on_cpu=True",
+                "note": "the same code on CPU contexts; or the workflow as it is on a machine "
+                        f"with {elsewhere}"}
+    return {"command": f"snakemake --cores all --forcerun {rules}", "note": ""}
+
+
+def not_run_lines(experiment: str, mine: dict[str, Row], statuses: dict[str, str]) -> list[Row]:
+    """The frameworks that did not run a section, one line per reason."""
+    reasons: dict[tuple[str, str], list[str]] = {}
+    for framework, status in statuses.items():
+        if status not in RAN:
+            why = mine[framework].get("reason") or "did not run"
+            reasons.setdefault((status, why), []).append(framework)
+    return [{"frameworks": [FRAMEWORKS.get(f, f) for f in found], "status": status,
+             "reason": why, **how_to_run(experiment, found, why)}
+            for (status, why), found in reasons.items()]
+
+
+def run_line(run: Row | None) -> Row:
+    """One framework's status line of a section."""
+    if run is None:
+        return {"status": "missing", "text": "did not run", "flags": []}
+    status = run.get("status", "missing")
+    if status != "ok":
+        return {"status": status, "text": run.get("reason") or "", "flags": []}
+    params = run.get("parameters") or {}
+    text = f"{run.get('wall_seconds', '–')} s"
+    if params.get("repeats") is not None:
+        text += (f", {params['repeats']} shuffled rounds × {params.get('processes', 1)} "
+                 f"process(es) after {params.get('warmup', 0)} warm-up")
+    threads = (run.get("threads") or {}).get("OMP_NUM_THREADS")
+    if threads:
+        text += f", {threads} thread(s)"
+    for case, why in ((run.get("notes") or {}).get("runs_not_run") or {}).items():
+        count = re.search(r"_(\d+)_devices?$", case)  # training.case_name
+        which = f"the {count.group(1)}-device run" if count else case
+        text += f"; {which} not run: {why}"
+    if run.get("stages"):  # how many stages of processes it took, and why it stopped
+        text += "; " + stages.summary_text(run["stages"])
+    steady = run.get("steadiness")
+    flags = []
+    if steady:
+        text += (f"; CPU probe {steady['probe_before_s']:.3f} → {steady['probe_after_s']:.3f} s "
+                 f"({100 * steady['probe_moved']:+.0f}%)")
+        if steady.get("steal_share") is not None:
+            text += f", {100 * steady['steal_share']:.1f}% stolen"
+        flags = steady.get("flags") or []
+    return {"status": status, "text": text, "flags": flags}
+
+
+def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
+                  frameworks: list[str], figures: list[Row], outputs: list[Row],
+                  claims: list[Row], titles: dict[str, Row]) -> list[Row]:
+    """Each section that some framework has, in the table of sections' order (then any
+    the table does not know): its runs, its claims, its figures and outputs with a cell
+    only for the frameworks that have it, and its plot where it ran."""
+    plots = {p.stem: p for p in args.plots}
+    order = list(titles) + sorted({e for _, e in runs} - set(titles))
+    sections = []
+    for experiment in order:
+        # the frameworks that have this section (the ceilings are the machine's, once)
+        here = [i for i, f in enumerate(frameworks) if (f, experiment) in runs]
+        if not here:
+            continue
+        mine = {frameworks[i]: runs[(frameworks[i], experiment)] for i in here}
+        statuses = {f: (r or {}).get("status", "missing") for f, r in mine.items()}
+        ran = any(s in RAN for s in statuses.values())
+        not_run = not_run_lines(experiment, mine, statuses)
+        rows = [{**r, "cells": [r["cells"][i] for i in here]} for r in figures
+                if r["experiment"] == experiment]
+        section_outputs = [{**o, "cells": [o["cells"][i] for i in here]} for o in outputs
+                           if o["experiment"] == experiment]
+        sections.append({
+            "experiment": experiment,
+            "title": titles.get(experiment, {"title": experiment, "heading": "",
+                                             "document": ""}),
+            "ran": ran,
+            "frameworks": [FRAMEWORKS.get(f, f) for f in mine],
+            "runs": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f], **run_line(mine[f])}
+                     for f in mine],
+            "not_run": not_run,
+            "failed": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f]}
+                       for f in mine if statuses[f] == "failed"],
+            "claims": [c for c in claims if c["section"] == experiment],
+            "figures": [r for r in rows if not r["extra"]],
+            "extras": [r for r in rows if r["extra"]],
+            "outputs": section_outputs,
+            "outputs_matching": [
+                {"framework": FRAMEWORKS.get(f, f),
+                 "matching": sum(1 for o in section_outputs
+                                 if o["cells"][k] and o["cells"][k].get("match") == "yes"),
+                 "compared": sum(1 for o in section_outputs if o["cells"][k]
+                                 and o["cells"][k].get("match") in ("yes", "no"))}
+                for k, f in enumerate(mine)],
+            "plot": svg_data_uri(plots[experiment]) if ran and experiment in plots else None,
+        })
+    return sections
