@@ -20,7 +20,7 @@ import pandas as pd
 from d2lperf import claims, workloads
 from d2lperf.experiment import positive_fraction
 from d2lperf.frameworks import DOCUMENTS  # older records' framework
-from d2lperf.results import RecordError, read_run
+from d2lperf.results import FORMAT_VERSION, RecordError, read_run
 from d2lperf.tables import (
     KEY,
     TableError,
@@ -137,15 +137,6 @@ FRAMEWORK_NEUTRAL_OUTPUTS = {"b1_weight", "b1_grad", "allreduce_before", "allred
                              "split_input", "split_output"}
 
 
-def by_design_in_older_record(got: dict) -> str | None:
-    """Migration: run records written before outputs had a ``by_design`` field marked an
-    output their framework's design rules out by its text alone ("not applicable in
-    PyTorch ..."). The reason, for such an older output; None for any output that has
-    the field, or words that say nothing of the kind. Nothing newer is read by its text."""
-    text = got.get("text", "")
-    return text if "by_design" not in got and text.startswith("not applicable in ") else None
-
-
 def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
     rows = []
     expected = reference[reference["metric"] == "output"]
@@ -157,7 +148,7 @@ def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
             match, rule = (None, "") if got is None or other else output_matches(
                 ref["printed"], got, ref["match"])
             label = {True: "yes", False: "no", None: "not measured"}[match]
-            designed = got and (got.get("by_design") or by_design_in_older_record(got))
+            designed = got and got.get("by_design")  # older records: read_run migrated
             if other and got is not None:
                 label, rule = "other parameters", f"not compared: {other}"
             elif designed:
@@ -230,9 +221,9 @@ def main() -> int:
             *claims.judge(summary, runs[framework], reference, samples, band=args.band,
                           framework=framework),
             outputs_verdict(outputs, framework)]])
-    summary.to_csv(args.summary, index=False)
-    outputs.to_csv(args.outputs, index=False)
-    verdicts.to_csv(args.verdicts, index=False)
+    for table, path in ((summary, args.summary), (outputs, args.outputs),
+                        (verdicts, args.verdicts)):
+        table.assign(format_version=FORMAT_VERSION).to_csv(path, index=False)
     print(f"summarised {sum(map(len, runs.values()))} experiments of {', '.join(sorted(runs))}, "
           f"{len(samples)} samples")
     return 0

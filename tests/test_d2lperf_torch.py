@@ -116,7 +116,8 @@ def test_training_runs_that_fit_the_gpus_run_and_the_others_say_why(torch_python
         print(json.dumps(out))
     """)
     assert got == {"cpu": [[1, 2], "cpu,cpu", None], "none": "needs 1 GPU, found 0",
-                   "one": [[1], "cuda:0", {"resnet18_2_devices": "needs 2 GPUs, found 1"}],
+                   "one": [[1], "cuda:0", {"resnet18_2_devices": {
+                       "devices": 2, "reason": "needs 2 GPUs, found 1", "needs": "gpus"}}],
                    "four": [[2, 1], "cuda:0,cuda:1", None]}
 
 

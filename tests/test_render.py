@@ -29,7 +29,7 @@ SUMMARY_COLUMNS = ["document", "variant", "section", "framework", "experiment", 
                    "noisy", "outliers", "ratio", "achieved", "achieved_unit", "ceiling_case",
                    "fraction_of_ceiling", "status"]
 VERDICT_COLUMNS = ["claim", "name", "section", "verdict", "evidence", "rule", "kind",
-                   "framework", "effect", "ratio", "ratio_low", "ratio_high"]
+                   "framework", "effect", "ratio", "ratio_low", "ratio_high", "identical_work"]
 OUTPUT_COLUMNS = ["section", "document", "framework", "experiment", "case", "label",
                   "document_printed", "measured", "match", "rule", "status"]
 LOG_TAIL = "Traceback (most recent call last):\nRuntimeError: <no kernel> & 'image'"
@@ -51,10 +51,11 @@ def figure(framework, experiment, case, printed, label, median=None, **extra):
     return row
 
 
-def verdict(framework, name, section, result, ratio=None, kind="claim", evidence="e"):
+def verdict(framework, name, section, result, ratio=None, kind="claim", evidence="e",
+            identical_work=False):
     row = {"claim": f"the claim {name}", "name": name, "section": section, "verdict": result,
            "evidence": evidence, "rule": f"the rule of {name}", "kind": kind,
-           "framework": framework}
+           "framework": framework, "identical_work": identical_work}
     if ratio is not None:
         row.update(effect="faster" if ratio < 1 else "slower", ratio=ratio,
                    ratio_low=ratio * 0.9, ratio_high=ratio * 1.1)
@@ -100,7 +101,8 @@ def tables(tmp: Path, frameworks=("mxnet", "pytorch")) -> argparse.Namespace:
                    "ResNet-18, 1 GPU: sec/epoch", status="skipped"),
         ]
         verdicts += [
-            verdict(framework, "aa_hybridize", "hybridize", "holds", 1.01, kind="check"),
+            verdict(framework, "aa_hybridize", "hybridize", "holds", 1.01, kind="check",
+                    identical_work=True),
             verdict(framework, "machine_steadiness", "all", "holds", kind="check",
                     evidence="probe 0.2 s; 0 of 3 sections flagged"),
             verdict(framework, "hybridize_speeds_up_mlp", "hybridize", "holds", 0.46),
@@ -478,11 +480,28 @@ def test_across_machines_reads_a_cell_per_machine_and_folds_the_plot(tmp_path):
 
 def test_a_training_run_the_machine_cannot_hold_is_named_with_its_reason():
     # one H200: the documents' 1-GPU run trains, the 2-GPU one is named, not just missing
+    # the device count is the record's field, not read from the case's name
     line = sections_view.run_line({
         "status": "ok", "wall_seconds": 61.0, "parameters": {},
-        "notes": {"runs_not_run": {"resnet18_2_devices": "needs 2 GPUs, found 1"}}})
+        "notes": {"runs_not_run": {"resnet18_pair": {
+            "devices": 2, "reason": "needs 2 GPUs, found 1", "needs": "gpus"}}}})
     assert line["status"] == "ok"
     assert line["text"] == "61.0 s; the 2-device run not run: needs 2 GPUs, found 1"
+
+
+@pytest.mark.parametrize("needs, note", [
+    ("gpus", "on a machine with the GPUs"),
+    ("gpu_code", "on a machine with a GPU this build has code for"),
+    (None, ""),
+])
+def test_how_to_run_a_skipped_section_follows_its_needs_not_its_words(needs, note):
+    """The same words under each need: the command and its note follow the field."""
+    mine = {"mxnet": {"status": "skipped", "reason": "zu wenige Grafikkarten",
+                      **({"needs": needs} if needs else {})}}
+    line, = sections_view.not_run_lines("multi_gpu_gluon", mine, {"mxnet": "skipped"})
+    assert ("gpu_sections_on_cpu=True" in line["command"]) == bool(needs)
+    assert line["note"].endswith(note)
+    assert line["reason"] == "zu wenige Grafikkarten"
 
 
 def test_first_screen_never_says_does_not_hold_for_a_claim_that_does_not_apply(tmp_path):

@@ -8,6 +8,7 @@ import pandas as pd
 import summarise
 
 from conftest import REPO, WORKFLOW_PYTHON
+from d2lperf.results import migrate_run
 from d2lperf.tables import load_reference
 
 HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
@@ -87,14 +88,17 @@ def test_a_twins_output_is_by_design_from_its_field_never_from_its_words():
 
 def test_an_older_records_not_applicable_text_is_read_as_by_design():
     """Records written before the field said so in the text alone; they still show the
-    output as differing by design (a migration read in one place), and it is not compared."""
+    output as differing by design (read_run's migration, the one place that reads it),
+    and it is not compared."""
     old = {"text": "not applicable in PyTorch (forward takes no F): forward saw a Tensor"}
-    assert summarise.by_design_in_older_record(old) == old["text"]
-    assert summarise.by_design_in_older_record({"text": "Tensor"}) is None
-    assert summarise.by_design_in_older_record({"text": "x", "by_design": "why"}) is None
+    migrated = migrate_run({"experiment": "hybridize", "framework": "pytorch", "status": "ok",
+                            "format_version": 2, "outputs": {"hybridnet_F_imperative": old,
+                                                            "x": {"text": "Tensor"}}})
+    assert migrated["outputs"]["hybridnet_F_imperative"]["by_design"] == old["text"]
+    assert "by_design" not in migrated["outputs"]["x"]
     reference = load_reference(REPO / "report/reference.csv")
     runs = {"pytorch": {"hybridize": {"status": "ok", "parameters": {}, "outputs": {
-        "hybridnet_F_imperative": old}}}}
+        "hybridnet_F_imperative": migrated["outputs"]["hybridnet_F_imperative"]}}}}
     outputs = summarise.outputs_table(runs, reference).set_index("case")
     assert outputs.loc["hybridnet_F_imperative", "match"] == "by design"
     assert old["text"] in outputs.loc["hybridnet_F_imperative", "rule"]

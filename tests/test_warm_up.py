@@ -188,7 +188,8 @@ def fitting(on, devices, gpus):
 def test_the_runs_that_fit_the_gpus_run_and_the_others_say_why():
     # both frameworks' prepare: one GPU trains the documents' 1-GPU run, not the 2-GPU one
     assert fitting("gpu", [1, 2], 1) == ([1], ["gpu0"],
-                                         {"lenet_2_devices": "needs 2 GPUs, found 1"})
+                                         {"lenet_2_devices": {"devices": 2, "needs": "gpus",
+                                                              "reason": "needs 2 GPUs, found 1"}})
     assert fitting("gpu", [2, 1], 4) == ([2, 1], ["gpu0", "gpu1"], None)
     assert fitting("cpu", [1, 2], 0) == ([1, 2], ["cpu0", "cpu1"], None)
     from d2lperf.experiment import Skipped

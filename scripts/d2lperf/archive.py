@@ -44,7 +44,7 @@ from d2lperf import children
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.machine import MachineIdError, check_machine_id
-from d2lperf.results import RecordError, check_run, section_folder
+from d2lperf.results import RecordError, check_run, newer_format, section_folder
 from d2lperf.tables import TableError, check_summary_rows, load_samples, summary_schema
 
 FORMAT = 1
@@ -278,6 +278,9 @@ def _rows(members: dict[str, bytes], name: str, required: tuple[str, ...]) -> li
     for number, row in enumerate(rows, start=2):
         if None in row or None in row.values():
             raise ArchiveError(f"{name}: row {number}: not as many cells as columns")
+        newer = newer_format(row.get("format_version"))
+        if newer:
+            raise ArchiveError(f"{name}: row {number}: {newer}")
     return rows
 
 

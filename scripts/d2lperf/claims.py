@@ -94,6 +94,7 @@ class Verdict:
     document_verdict: str = ""  # the same rule applied to the documents' own figures
     document_evidence: str = ""
     document_by_variant: str = ""  # "Linux: holds; Windows 10: does not hold"
+    identical_work: bool = False  # an A/A check: the same work under two labels
 
 
 def _result(verdict: str, evidence: str, ratio: Ratio | None = None,
@@ -432,7 +433,8 @@ def aa_checks(m: Measurements, section: str | None = None) -> list[Verdict]:
         claim = f"identical work measured side by side ({experiment}: {a} vs {b})"
         if ratio is None:
             checks.append(Verdict(claim, name, experiment, NA,
-                                  m.missing(experiment) or "not measured", rule, "check"))
+                                  m.missing(experiment) or "not measured", rule, "check",
+                                  identical_work=True))
             continue
         verdict = {stats.SAME: HOLDS, stats.UNSURE: UNSURE}.get(ratio.effect, FAILS)
         apart = abs(ratio.value - 1)
@@ -440,7 +442,7 @@ def aa_checks(m: Measurements, section: str | None = None) -> list[Verdict]:
             claim, name, experiment, verdict,
             f"identical work measured {apart:.1%} apart: {ratio.text(f'{a}/{b}')}", rule,
             "check", effect=ratio.effect, ratio=ratio.value, ratio_low=ratio.low,
-            ratio_high=ratio.high))
+            ratio_high=ratio.high, identical_work=True))
     return checks
 
 

@@ -106,6 +106,8 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
     except Skipped as why:
         record["status"] = "refused" if isinstance(why, Refused) else "skipped"
         record["reason"] = str(why)
+        if why.needs:
+            record["needs"] = why.needs
         recorder.rows.clear()
         print(f"{experiment}: skipped: {why}", flush=True)
     record.update(

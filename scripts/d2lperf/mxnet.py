@@ -25,7 +25,7 @@ from d2lperf import data, mxnet_gpu, training
 from d2lperf import devices as device_kinds
 from d2lperf.blas import blas_in_use, loaded_blas
 from d2lperf.devices import KINDS
-from d2lperf.errors import Skipped
+from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS, Skipped
 
 
 def matrix_product(dtype: str = "float32"):
@@ -47,11 +47,11 @@ def devices(kind: str, count: int) -> list:
         raise ValueError(f"unknown device kind {kind!r}; allowed: {', '.join(KINDS)}")
     unusable = mxnet_gpu.unusable_reason(count)
     if unusable is not None:
-        raise Skipped(unusable)
+        raise Skipped(unusable, needs=NEEDS_GPU_CODE)
     found = mx.context.num_gpus()
     if found < count:
         plural = "s" if count > 1 else ""
-        raise Skipped(f"needs {count} GPU{plural}, found {found}")
+        raise Skipped(f"needs {count} GPU{plural}, found {found}", needs=NEEDS_GPUS)
     return [mx.gpu(i) for i in range(count)]
 
 

@@ -10,23 +10,46 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import statistics
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS, rule_name
 from d2lperf.timing import Sample
 
 COLUMNS = ("experiment", "framework", "case", "metric", "unit", "process", "repeat", "position",
-           "value", "epoch", "devices")
+           "value", "epoch", "devices", "format_version")
 
 
 # The run record's format. 1: no format_version, and a record without a framework is the
 # documents' framework's (written before there were two). 2: format_version, and the
-# framework always named. The samples.csv beside a run record has that record's format.
-FORMAT_VERSION = 2
+# framework always named. 3: what a skipped section needs in a field of its own
+# (``needs``), each training run not run as {devices, reason, needs}, and an output that
+# differs by framework design says so in its ``by_design`` field. The samples.csv beside
+# a run record has that record's format.
+FORMAT_VERSION = 3
+# The tables (samples.csv and the summaries made from them) carry it in a column of
+# their own from format 3; a table without one is older, and reads the same.
+
+
+def newer_format(version: Any) -> str | None:
+    """Why a table's format_version cell is none this code reads (a newer format, or no
+    version at all), or None where it reads it (an empty cell: a table from before the
+    column)."""
+    if version in (None, ""):
+        return None
+    try:
+        number = int(version)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or str(number) != str(version).strip() or not 1 <= number <= FORMAT_VERSION:
+        return (f"format_version {version!r} is not one this code reads (1 to "
+                f"{FORMAT_VERSION}); a newer format needs newer code")
+    return None
 
 
 def migrate_run(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -39,8 +62,45 @@ def migrate_run(record: Mapping[str, Any]) -> dict[str, Any]:
     migrated = dict(record)
     if version < 2:
         migrated["framework"] = record.get("framework") or DOCUMENTS
+    if version < 3:
+        migrated.update(_fields_from_older_words(migrated))
     migrated["format_version"] = FORMAT_VERSION
     return migrated
+
+
+def _fields_from_older_words(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What format 3 keeps in fields, read from the words older records said it in: the
+    only place any of those words are read (a reworded message in a newer record changes
+    nothing). A GPU shortfall was "needs N GPUs, found M", a GPU without code for it named
+    its compute capability, a training run not run was keyed by its case name (ending in
+    _N_device(s)) with the reason as the value, and an output ruled out by a framework's
+    design read "not applicable in ..."."""
+    fields: dict[str, Any] = {}
+    reason = str(record.get("reason") or "")
+    if record.get("status") == "skipped" and "needs" not in record:
+        if "compute capability" in reason:
+            fields["needs"] = NEEDS_GPU_CODE
+        elif re.search(r"needs \d+ GPUs?, found", reason):
+            fields["needs"] = NEEDS_GPUS
+    notes = record.get("notes") or {}
+    if isinstance(notes.get("runs_not_run"), dict):
+        runs = {}
+        for case, why in notes["runs_not_run"].items():
+            if isinstance(why, dict):
+                runs[case] = why
+                continue
+            count = re.search(r"_(\d+)_devices?$", case)
+            runs[case] = {"devices": int(count.group(1)) if count else None,
+                          "reason": str(why), "needs": NEEDS_GPUS}
+        fields["notes"] = {**notes, "runs_not_run": runs}
+    outputs = record.get("outputs")
+    if isinstance(outputs, dict):
+        fields["outputs"] = {
+            name: ({**got, "by_design": got["text"]}
+                   if isinstance(got, dict) and "by_design" not in got
+                   and str(got.get("text", "")).startswith("not applicable in ") else got)
+            for name, got in outputs.items()}
+    return fields
 
 
 def section_folder(experiment: str, framework: str = DOCUMENTS) -> str:
@@ -103,6 +163,7 @@ class Recorder:
             "value": float(value),
             "epoch": "" if epoch is None else epoch,
             "devices": "" if devices is None else devices,
+            "format_version": FORMAT_VERSION,
         })
 
     def output(self, name: str, text: str, values: Any = None, *,

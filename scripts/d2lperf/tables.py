@@ -17,6 +17,7 @@ import pandas as pd
 import yaml
 
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
+from d2lperf.results import FORMAT_VERSION, newer_format
 from d2lperf.stats import Stats
 
 # A measurement is named by KEY; a document figure by REFERENCE_KEY (the same
@@ -25,7 +26,8 @@ KEY = ["experiment", "case", "metric", "epoch"]
 REFERENCE_KEY = ["document", "variant", *KEY]
 SAMPLE_GROUP = ["framework", "experiment", "case", "metric", "unit", "epoch", "devices"]
 # Tables written before a section ran in several processes or frameworks: MXNet, one process.
-SAMPLE_DEFAULTS = {"framework": DOCUMENTS, "process": "0", "position": ""}
+SAMPLE_DEFAULTS = {"framework": DOCUMENTS, "process": "0", "position": "",
+                   "format_version": ""}
 # Printed float32 figures agree "to float32 precision" within these bounds; a float32
 # sum over millions of terms depends on the summation order, so it gets a wider one.
 OUTPUT_REL_TOL = 1e-6
@@ -94,13 +96,18 @@ def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
         raise TableError(f"{path}: not a readable CSV: {error}") from None
     rows = []
     for index, record in enumerate(raw.to_dict("records")):
+        newer = newer_format(record.get("format_version"))
+        if newer:
+            raise TableError(f"{path}: row {index + 2}: {newer}")
+        # an older table reads as the current format: nothing it holds changed meaning
         record = {**SAMPLE_DEFAULTS, **record}
         row = {**record, "repeat": _typed(record.get("repeat", ""), int),
                "process": _typed(record["process"], int),
                "position": _typed(record["position"], int),
                "value": _typed(record.get("value", ""), float),
                "epoch": _typed(record.get("epoch", ""), int),
-               "devices": record.get("devices") or None}
+               "devices": record.get("devices") or None,
+               "format_version": FORMAT_VERSION}
         error = next(iter(validator.iter_errors(row)), None)
         if error is not None:
             where = ".".join(str(p) for p in error.absolute_path) or "row"
@@ -109,7 +116,7 @@ def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
     columns = list(dict.fromkeys([*raw.columns, *SAMPLE_DEFAULTS])) if len(raw.columns) else \
         list(schema["properties"])
     frame = pd.DataFrame(rows, columns=columns)
-    for column in ("epoch", "process", "position"):
+    for column in ("epoch", "process", "position", "format_version"):
         frame[column] = frame[column].astype("Int64")
     frame["value"] = frame["value"].astype(float)
     return frame

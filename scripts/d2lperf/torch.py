@@ -26,7 +26,7 @@ from typing import Any
 from d2lperf import data, frameworks, training
 from d2lperf import devices as device_kinds
 from d2lperf.devices import KINDS
-from d2lperf.errors import Skipped
+from d2lperf.errors import NEEDS_GPUS, Skipped
 
 
 def version_problem(text: str) -> str | None:
@@ -67,7 +67,7 @@ def devices(kind: str, count: int) -> list:
     found = gpu_count()
     if found < count:
         plural = "s" if count > 1 else ""
-        raise Skipped(f"needs {count} GPU{plural}, found {found}")
+        raise Skipped(f"needs {count} GPU{plural}, found {found}", needs=NEEDS_GPUS)
     return [torch.device("cuda", i) for i in range(count)]
 
 

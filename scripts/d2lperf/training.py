@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, TextIO, TypeVar
 
 from d2lperf import arguments, data, devices, sections
 from d2lperf.arguments import non_negative_int, positive_float, positive_int
+from d2lperf.errors import NEEDS_GPUS
 from d2lperf.results import Recorder
 
 T = TypeVar("T")
@@ -129,7 +130,8 @@ def fitting_runs(args: argparse.Namespace, rec: Recorder, model: str,
                  ) -> tuple[list[Run], list]:
     """The runs that fit this machine, and devices enough for the largest of them: a
     machine with one GPU trains the documents' 1-GPU run and skips only the 2-GPU one,
-    saying why (printed, and under ``runs_not_run`` in the run record). Skipped when not
+    saying why (printed, and under ``runs_not_run`` in the run record: each such run's
+    device count, the reason and what it needs, as fields). Skipped when not
     even the smallest run fits: ``make_devices`` (each framework's ``devices``) says
     what is missing."""
     planned = runs(args)
@@ -142,8 +144,8 @@ def fitting_runs(args: argparse.Namespace, rec: Recorder, model: str,
     found_devices = make_devices(args.on, fitting[-1] if fitting else counts[0])
     for run in planned:
         if run.devices in missing:
-            rec.notes.setdefault("runs_not_run", {})[
-                case_name(model, run.devices)] = missing[run.devices]
+            rec.notes.setdefault("runs_not_run", {})[case_name(model, run.devices)] = {
+                "devices": run.devices, "reason": missing[run.devices], "needs": NEEDS_GPUS}
             print(f"{model} on {run.devices} devices: not run, {missing[run.devices]}",
                   flush=True)
     return [run for run in planned if run.devices not in missing], found_devices

@@ -250,7 +250,7 @@ def percent(value: float) -> str:
 
 def check_text(name: str, mine: list[Row], runs: list[Row]) -> str:
     """A check's figures in short, from its numbers (the evidence column says it long)."""
-    if name.startswith("aa_"):
+    if str(mine[0].get("identical_work")) == "True":  # a bool, or its CSV text
         apart = [f"{100 * abs(v['ratio'] - 1):.0f}%" for v in mine if v.get("ratio") is not None]
         return f"{' and '.join(apart)} apart" if apart else str(mine[0]["evidence"])
     v = mine[0]

@@ -5,9 +5,9 @@ that runs it."""
 from __future__ import annotations
 
 import argparse
-import re
 
 from d2lperf import stages
+from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.report.values import FRAMEWORKS, Row, svg_data_uri
 from d2lperf.results import section_folder
@@ -21,12 +21,12 @@ def run_key(run: Row) -> tuple[str, str]:
     return run.get("framework") or DOCUMENTS, run["experiment"]
 
 
-def how_to_run(experiment: str, frameworks: list[str], reason: str) -> Row:
-    """The command that runs a section that did not run here, and what it does."""
+def how_to_run(experiment: str, frameworks: list[str], needs: str | None) -> Row:
+    """The command that runs a section that did not run here, and what it does, by what
+    its run record says it needs (``needs``, d2lperf.errors.NEEDS_*)."""
     rules = " ".join(section_folder(experiment, f) for f in frameworks)
-    if "GPU" in reason or "compute capability" in reason:
-        elsewhere = ("a GPU this build has code for" if "compute capability" in reason
-                     else "the GPUs")
+    if needs in (NEEDS_GPUS, NEEDS_GPU_CODE):
+        elsewhere = "a GPU this build has code for" if needs == NEEDS_GPU_CODE else "the GPUs"
         return {"command": f"snakemake --cores all --forcerun {rules} "
                            "--config gpu_sections_on_cpu=True",
                 "note": "the same code on CPU contexts; or the workflow as it is on a machine "
@@ -36,14 +36,15 @@ def how_to_run(experiment: str, frameworks: list[str], reason: str) -> Row:
 
 def not_run_lines(experiment: str, mine: dict[str, Row], statuses: dict[str, str]) -> list[Row]:
     """The frameworks that did not run a section, one line per reason."""
-    reasons: dict[tuple[str, str], list[str]] = {}
+    reasons: dict[tuple[str, str, str | None], list[str]] = {}
     for framework, status in statuses.items():
         if status not in RAN:
             why = mine[framework].get("reason") or "did not run"
-            reasons.setdefault((status, why), []).append(framework)
+            needs = mine[framework].get("needs")
+            reasons.setdefault((status, why, needs), []).append(framework)
     return [{"frameworks": [FRAMEWORKS.get(f, f) for f in found], "status": status,
-             "reason": why, **how_to_run(experiment, found, why)}
-            for (status, why), found in reasons.items()]
+             "reason": why, **how_to_run(experiment, found, needs)}
+            for (status, why, needs), found in reasons.items()]
 
 
 def run_line(run: Row | None) -> Row:
@@ -62,9 +63,8 @@ def run_line(run: Row | None) -> Row:
     if threads:
         text += f", {threads} thread(s)"
     for case, why in ((run.get("notes") or {}).get("runs_not_run") or {}).items():
-        count = re.search(r"_(\d+)_devices?$", case)  # training.case_name
-        which = f"the {count.group(1)}-device run" if count else case
-        text += f"; {which} not run: {why}"
+        which = f"the {why['devices']}-device run" if why.get("devices") else case
+        text += f"; {which} not run: {why['reason']}"
     if run.get("stages"):  # how many stages of processes it took, and why it stopped
         text += "; " + stages.summary_text(run["stages"])
     steady = run.get("steadiness")
