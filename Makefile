@@ -31,7 +31,7 @@ $(VENV)/.installed: envs/workflow.lock.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $<
 	touch $@
 
-# The experiment environment: MXNet 1.9.1, which needs numpy < 1.24 (docs/design.md,
+# The MXNet environment: MXNet 1.9.1, which needs numpy < 1.24 (docs/design.md,
 # "One environment per framework").
 # scripts/mxnet_build.py picks the build and says why in one line: where MXNet has kernels
 # for a GPU here (compute capability 5.0-8.9, read from nvidia-smi), its CUDA 11.7 build

@@ -1,5 +1,5 @@
 # Reproduces the "Computational Performance" chapter of Dive into Deep Learning
-# (MXNet, 2019) on this machine: one job per experiment, then the report.
+# (MXNet, 2019) on this machine: one job per section, then the report.
 #   snakemake --cores 4                      # documents' parameters
 #   snakemake --cores 4 --config preset=ci   # small workloads
 
@@ -8,7 +8,7 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/experiments.smk"
+include: "workflow/rules/sections.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/archive.smk"
 

@@ -4,7 +4,7 @@
                                            [--kernels Haswell SkylakeX]
 
 Side by side: MXNet's dot of size x size with its OpenBLAS's own kernel (stock) and with
-each forced kernel (OPENBLAS_CORETYPE), numpy's matmul in the experiment environment and
+each forced kernel (OPENBLAS_CORETYPE), numpy's matmul in the MXNet environment and
 in the workflow environment, and PyTorch's mm; each in a fresh process, checked against a
 float64 reference computed without BLAS before it is timed (a wrong kernel is shown as
 refused, not timed), with the kernel it ran, its median rate, and its share of the best
@@ -88,7 +88,7 @@ def main() -> int:
     rows = [("MXNet dot, stock kernel", measure(ENVIRONMENTS["mxnet"], "mxnet", args))]
     rows += [(f"MXNet dot, OPENBLAS_CORETYPE={kernel}",
               measure(ENVIRONMENTS["mxnet"], "mxnet", args, kernel)) for kernel in args.kernels]
-    rows += [("numpy matmul (experiment env)", measure(ENVIRONMENTS["mxnet"], "numpy", args)),
+    rows += [("numpy matmul (MXNet env)", measure(ENVIRONMENTS["mxnet"], "numpy", args)),
              ("numpy matmul (workflow env)", measure(ENVIRONMENTS["workflow"], "numpy", args)),
              ("PyTorch mm", measure(ENVIRONMENTS["torch"], "pytorch", args))]
     best = max((r.get("gflops", 0) for _, r in rows), default=0) or None

@@ -7,7 +7,7 @@ For each preset, in a temporary copy of the workflow:
   regions the scripts time (every raw time sample; laps inside a total counted once),
   and what each job pays besides (process start, MXNet import, warm-up, data loading);
 - no-op re-run time (target: under 3 s);
-- report-only rebuild after a template change (target: under 15 s, no experiment re-run),
+- report-only rebuild after a template change (target: under 15 s, no section re-run),
   and the report step's peak memory (its own getrusage, printed in its log);
 - repeatability: the hybridize section timed a second time, and the drift of its medians;
 - the fraction of the measured ceiling that `dot` of 2000 x 2000 reaches.

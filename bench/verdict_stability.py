@@ -42,7 +42,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from d2lperf import claims, experiment, steadiness  # noqa: E402
+from d2lperf import claims, harness, steadiness  # noqa: E402
 from d2lperf.frameworks import REGISTRY  # noqa: E402
 from d2lperf.presets import cli_args, for_framework  # noqa: E402
 from d2lperf.sections import SECTIONS as SECTION_TABLE  # noqa: E402
@@ -101,7 +101,7 @@ def measure(args: argparse.Namespace, config: dict, threads: int, width: float,
                 summary, runs[framework], reference, samples, band=width, framework=framework)]
             verdicts.append({f"{v.framework}/{v.name}": v for v in judged
                              if v.section in (*args.sections, "all") and v.verdict != claims.NA})
-            medians.append(summary.set_index(["framework", "experiment", "case"])["median"])
+            medians.append(summary.set_index(["framework", "section", "case"])["median"])
             walls.append(wall)
     return {"verdicts": verdicts, "medians": medians, "walls": walls, "stages": staging}
 
@@ -242,18 +242,18 @@ def print_side_by_side(args: argparse.Namespace, found: dict[str, dict]) -> None
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=experiment.positive_int, default=3,
+    p.add_argument("--runs", type=harness.positive_int, default=3,
                    help="K: runs of every section (default: 3)")
     p.add_argument("--sections", nargs="+", default=SECTIONS, choices=SECTIONS)
     p.add_argument("--frameworks", nargs="+", default=list(PYTHONS), choices=list(PYTHONS))
     p.add_argument("--preset", default="documents",
                    help="preset of config/config.yaml (default: documents; ci for a smoke test)")
-    p.add_argument("--band", type=experiment.positive_fraction, default=None,
+    p.add_argument("--band", type=harness.positive_fraction, default=None,
                    help="practical band (default: practical_band of config/config.yaml)")
     p.add_argument("--modes", nargs="+", default=["quiet"], choices=["quiet", "busy"],
                    help="quiet: nothing else running; busy: one core kept busy by a spin "
                         "the bench starts and stops (default: quiet)")
-    p.add_argument("--busy-limit", type=experiment.positive_float, default=7200.0,
+    p.add_argument("--busy-limit", type=harness.positive_float, default=7200.0,
                    help="seconds the busy mode's spin may run at most (default: 7200)")
     args = p.parse_args()
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())

@@ -21,11 +21,12 @@ import pandas as pd  # noqa: E402
 
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS  # noqa: E402
-from d2lperf.tables import TableError, check_summary_rows, summary_schema  # noqa: E402
+from d2lperf.results import current_rows  # noqa: E402
+from d2lperf.tables import TableError, check_summary_rows, read_table, summary_schema  # noqa: E402
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "workflow/schemas"
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "d2l-perf"})
-CASE = ["framework", "experiment", "case", "metric", "epoch"]
+CASE = ["framework", "section", "case", "metric", "epoch"]
 COMPARED_METRICS = ("time", "memory", "rate")
 # A verdict cell's states: "not applicable here" (the claim is not about that machine) is
 # one of its own, beside "not applicable" (the section did not run), never a failure.
@@ -38,9 +39,9 @@ def usable(path: Path, validator) -> str | None:
     skipped, named in the log, and never stops the comparison of the others."""
     try:
         with open(path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
+            _, rows = current_rows(csv.DictReader(handle))
         check_summary_rows(rows, str(path), validator)
-        for column in ("experiment", "case", "metric", "median", "ci_low", "ci_high"):
+        for column in ("section", "case", "metric", "median", "ci_low", "ci_high"):
             if rows and column not in rows[0]:
                 return f"{path}: missing column {column}"
     except (OSError, UnicodeDecodeError, csv.Error) as error:
@@ -52,7 +53,7 @@ def usable(path: Path, validator) -> str | None:
 
 def readable_verdicts(path: Path) -> str | None:
     try:
-        frame = pd.read_csv(path)
+        frame = read_table(path)
     except (OSError, ValueError, pd.errors.ParserError) as error:
         return f"{path}: not a readable CSV ({error})"
     missing = [c for c in ("name", "claim", "verdict") if c not in frame]
@@ -66,7 +67,7 @@ def readable_verdicts(path: Path) -> str | None:
 def load(summaries: list[Path]) -> pd.DataFrame:
     frames = []
     for path in summaries:
-        frame = pd.read_csv(path)
+        frame = read_table(path)
         # summaries from before there were two frameworks are MXNet's
         frame["framework"] = frame.get("framework", pd.Series(dtype=str)).fillna(DOCUMENTS)
         frame = frame[frame["median"].notna() & frame["metric"].isin(COMPARED_METRICS)]
@@ -107,7 +108,7 @@ def plot(table: pd.DataFrame, baseline: str, out: Path) -> None:
         ax.text(0.5, 0.5, "no case measured on both the baseline and another machine",
                 ha="center")
     else:
-        labels = [f"{r.experiment}/{r.case} ({r.machine})" for r in others.itertuples()]
+        labels = [f"{r.section}/{r.case} ({r.machine})" for r in others.itertuples()]
         y = range(len(others))
         # an interval that does not hold its speed-up draws no bar past it (never negative)
         ax.barh(y, others["speedup"],
@@ -128,7 +129,7 @@ def verdicts_by_machine(paths: list[Path]) -> pd.DataFrame:
     by the claim's stable name, not its words: a claim reworded since an older archive was
     made stays one row, in the wording of the first machine that has it (this machine's,
     listed first, so the current code's)."""
-    verdicts = pd.concat([pd.read_csv(v).assign(machine=v.parent.name) for v in paths])
+    verdicts = pd.concat([read_table(v).assign(machine=v.parent.name) for v in paths])
     verdicts["framework"] = verdicts.get("framework", pd.Series(dtype=str)).fillna(DOCUMENTS)
     verdicts = verdicts.drop_duplicates(subset=["framework", "name", "machine"])
     key = ["framework", "name"]

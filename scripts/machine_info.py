@@ -1,6 +1,6 @@
-"""Write machine.json: the hardware, OS, GPUs, and the experiment environment's software.
+"""Write machine.json: the hardware, OS, GPUs, and the MXNet environment's software.
 
-Runs in the experiment environment so that it records the MXNet build (version,
+Runs in the MXNet environment so that it records the MXNet build (version,
 features, the BLAS it loaded) that the timings actually used, and the preflight:
 for each GPU whether that build has code for it (read from its libmxnet.so) and
 whether a smoke test ran on it (d2lperf.mxnet_gpu.preflight).

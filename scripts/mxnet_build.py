@@ -32,7 +32,7 @@ def pinned(lock: Path) -> list[str]:
 
 def requirements(build: str, base_lock: Path = BASE_LOCK,
                  cuda_lock: Path = CUDA_LOCK) -> list[str]:
-    """The pins the experiment environment gets for ``build``: the CPU lock as it is,
+    """The pins the MXNet environment gets for ``build``: the CPU lock as it is,
     or with its mxnet line replaced by the CUDA build and CUDA 11's libraries."""
     if build not in mxnet_gpu.BUILDS:
         raise ValueError(f"MXNET_BUILD={build!r}; allowed: {', '.join(CHOICES)}")

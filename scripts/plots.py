@@ -24,6 +24,7 @@ import pandas as pd  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY  # noqa: E402
 from d2lperf.labels import Labels  # noqa: E402
 from d2lperf.sections import SECTIONS  # noqa: E402
+from d2lperf.tables import read_table  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
 # An SVG's date and id seeds change every render; pin them so unchanged data
@@ -61,7 +62,7 @@ def label_of(row: pd.Series, labels: Labels, width: int = 32) -> str:
     text = row.get("label")
     if not isinstance(text, str) or not text:
         epoch = row.get("epoch")
-        text = labels(row["experiment"], row["case"], row["metric"],
+        text = labels(row["section"], row["case"], row["metric"],
                       None if pd.isna(epoch) else epoch) or row["case"]
     return "\n".join(textwrap.wrap(text, width)) or row["case"]
 
@@ -202,12 +203,12 @@ def async_memory(summary: pd.DataFrame, title: str, out: Path) -> None:
     save(fig, out)
 
 
-def plot(experiment: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path,
+def plot(section: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path,
          labels: Labels) -> None:
     """The section's plot, of the kind and with the title the table of sections gives it
     (a section not in the table: a timing plot under its name)."""
-    entry = SECTIONS.get(experiment)
-    kind, title = (entry.plot, entry.plot_title) if entry else ("timing", experiment)
+    entry = SECTIONS.get(section)
+    kind, title = (entry.plot, entry.plot_title) if entry else ("timing", section)
     if kind == "memory":
         async_memory(summary, title, out)
     elif kind == "training":
@@ -236,18 +237,18 @@ def main() -> int:
                    help=f"labels of the cases the documents did not print (default: "
                         f"{LABELS_CSV})")
     p.add_argument("--out", required=True, type=Path, nargs="+",
-                   help="<experiment>.svg for each plot to draw")
+                   help="<section>.svg for each plot to draw")
     args = p.parse_args()
-    summary = with_framework(pd.read_csv(args.summary, keep_default_na=False,
-                                         na_values={c: [""] for c in NUMERIC}))
-    samples = with_framework(pd.concat([pd.read_csv(s, keep_default_na=False)
+    summary = with_framework(read_table(args.summary, keep_default_na=False,
+                                        na_values={c: [""] for c in NUMERIC}))
+    samples = with_framework(pd.concat([read_table(s, keep_default_na=False)
                                         for s in args.samples]))
     labels = Labels.read(args.labels)
     for out in args.out:
-        experiment = out.stem
+        section = out.stem
         out.parent.mkdir(parents=True, exist_ok=True)
-        plot(experiment, summary[summary["experiment"] == experiment],
-             samples[samples["experiment"] == experiment], out, labels)
+        plot(section, summary[summary["section"] == section],
+             samples[samples["section"] == section], out, labels)
     return 0
 
 

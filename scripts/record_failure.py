@@ -1,5 +1,5 @@
-"""Record that an experiment failed, so the report shows it (with its log) and the
-other experiments' results stay. Called by a rule when its script exits non-zero;
+"""Record that a section failed, so the report shows it (with its log) and the
+other sections' results stay. Called by a rule when its script exits non-zero;
 runs in the workflow environment and imports nothing heavy.
 
 A script stopped by Ctrl-C, SIGTERM or SIGHUP was interrupted, not failed: nothing is
@@ -34,7 +34,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--experiment", required=True)
+    p.add_argument("--section", required=True)
     p.add_argument("--framework", choices=FRAMEWORKS, default=DOCUMENTS)
     p.add_argument("--exit-code", type=int, required=True)
     p.add_argument("--log", required=True, type=Path)
@@ -42,7 +42,7 @@ def main() -> int:
     p.add_argument("--sidecar", required=True)
     args = p.parse_args()
     if args.exit_code in INTERRUPTED:
-        print(f"{args.experiment} was interrupted (exit code {args.exit_code}); its previous "
+        print(f"{args.section} was interrupted (exit code {args.exit_code}); its previous "
               "results, if any, are kept", file=sys.stderr)
         return args.exit_code
 
@@ -51,7 +51,7 @@ def main() -> int:
         args.sidecar,
         {
             "format_version": FORMAT_VERSION,
-            "experiment": args.experiment,
+            "section": args.section,
             "framework": args.framework,
             "status": "failed",
             "exit_code": args.exit_code,
@@ -61,7 +61,7 @@ def main() -> int:
             "code": provenance.git_commit(),
         },
     )
-    print(f"{args.experiment} failed with exit code {args.exit_code}; see {args.log}",
+    print(f"{args.section} failed with exit code {args.exit_code}; see {args.log}",
           file=sys.stderr)
     return 0
 

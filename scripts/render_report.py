@@ -80,7 +80,7 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
     runs = {run_key(r): r for r in run_list}
     frameworks = [f for f in FRAMEWORKS if any(k[0] == f for k in runs)] + sorted(
         {k[0] for k in runs} - set(FRAMEWORKS))
-    titles = {r["experiment"]: r for r in records(args.sections)}
+    titles = {r["section"]: r for r in records(args.sections)}
     labels = Labels.read(args.labels or REPORT_FOLDER / "labels.csv")
     claims_table = wording()
     summary = records(args.summary)
@@ -89,7 +89,7 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
     figures = side_by_side(summary, frameworks, labels)
     case_words = {r["case"]: r["label"] for r in figures if r["epoch"] is None}
     claims = claim_rows(verdicts, frameworks, claims_table, summary, case_words, runs)
-    unlabelled = sorted({f"{r['experiment']}/{r['case']} ({r['metric']})" for r in figures
+    unlabelled = sorted({f"{r['section']}/{r['case']} ({r['metric']})" for r in figures
                          if not r["labelled"]})
     if unlabelled:
         print("no label in report/labels.csv for: " + ", ".join(unlabelled), file=sys.stderr)
@@ -114,9 +114,9 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
         checks=check_lines(verdicts, frameworks, runs),
         check_rows=[v for v in verdicts if v.get("kind") == "check"],
         overview=overview(figures, summary, frameworks, titles),
-        runs=[{"section": s["title"]["title"], "experiment": s["experiment"],
+        runs=[{"title": s["title"]["title"], "section": s["section"],
                "framework": r["framework"], "run": r["run"],
-               "job": jobs_key(s["experiment"], r["framework"]), "code": code_text(r["run"])}
+               "job": jobs_key(s["section"], r["framework"]), "code": code_text(r["run"])}
               for s in sections for r in s["runs"] if r["run"]],
         comparison=comparison(args, claims_table),
         kept_refused=kept_refusals(args.kept) if getattr(args, "kept", None) else [],
@@ -132,9 +132,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", required=True, type=Path, help="outputs.csv")
     p.add_argument("--verdicts", required=True, type=Path, help="verdicts.csv")
     p.add_argument("--runs", required=True, type=Path, nargs="+", help="each run.json")
-    p.add_argument("--plots", type=Path, nargs="*", default=[], help="<experiment>.svg files")
+    p.add_argument("--plots", type=Path, nargs="*", default=[], help="<section>.svg files")
     p.add_argument("--benchmarks", type=Path, nargs="*", default=[],
-                   help="Snakemake benchmark files of the experiment jobs")
+                   help="Snakemake benchmark files of the section jobs")
     p.add_argument("--sections", required=True, type=Path,
                    help="sections.csv (the rule sections_table writes it): each section's "
                         "heading in the documents, in the report's order")

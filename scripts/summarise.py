@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from d2lperf import claims, workloads
-from d2lperf.experiment import positive_fraction
 from d2lperf.frameworks import DOCUMENTS  # older records' framework
+from d2lperf.harness import positive_fraction
 from d2lperf.results import FORMAT_VERSION, RecordError, read_run
 from d2lperf.tables import (
     KEY,
@@ -30,17 +30,17 @@ from d2lperf.tables import (
     summarise_samples,
 )
 
-Runs = dict[str, dict[str, dict]]  # framework -> experiment -> run record
+Runs = dict[str, dict[str, dict]]  # framework -> section -> run record
 
 
 def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
-    """Each experiment's run record by framework, and all samples (from the samples.csv
+    """Each section's run record by framework, and all samples (from the samples.csv
     beside each record)."""
     runs: Runs = {}
     frames = []
     for sidecar in sidecars:
         run = read_run(sidecar, schema.parent)
-        runs.setdefault(run["framework"], {})[run["experiment"]] = run
+        runs.setdefault(run["framework"], {})[run["section"]] = run
         frames.append(load_samples(sidecar.with_name("samples.csv"), schema))
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, samples
@@ -63,9 +63,9 @@ def summary_table(runs: Runs, samples: pd.DataFrame, reference: pd.DataFrame):
     table["document_value"] = pd.to_numeric(table["document_printed"], errors="coerce")
     table["ratio"] = table["median"] / table["document_value"]
     table["status"] = [runs.get(f, {}).get(e, {}).get("status", "missing")
-                       for f, e in zip(table["framework"], table["experiment"])]
+                       for f, e in zip(table["framework"], table["section"])]
     table = add_rates(table, runs)
-    columns = ["document", "variant", "section", "framework", "experiment", "case", "metric",
+    columns = ["document", "variant", "heading", "framework", "section", "case", "metric",
                "epoch", "unit",
                "devices", "label", "document_printed", "document_value", "count", "min",
                "q1", "median", "q3", "max", "iqr", "mean", "stddev", "ci_low", "ci_high",
@@ -80,7 +80,7 @@ def add_rates(table: pd.DataFrame, runs: Runs) -> pd.DataFrame:
     (either framework's ceilings section) and of every timing of the same kind here. So
     no share can exceed 1: a timing that beats every ceiling is the ceiling, named so."""
     ceilings = {r["case"]: r["median"] for r in table.to_dict("records")
-                if r["experiment"] == "ceilings" and r["metric"] == "rate"
+                if r["section"] == "ceilings" and r["metric"] == "rate"
                 and pd.notna(r["median"])}
     kernels = {case: kernel for framework_runs in runs.values()
                for case, kernel in framework_runs.get("ceilings", {}).get("notes", {})
@@ -88,8 +88,8 @@ def add_rates(table: pd.DataFrame, runs: Runs) -> pd.DataFrame:
     rows = table.to_dict("records")
     rates = []  # (achieved, unit, pattern) of each row, None where it does no known work
     for row in rows:
-        params = runs.get(row["framework"], {}).get(row["experiment"], {}).get("parameters", {})
-        amount = workloads.work(row["experiment"], row["case"], params) \
+        params = runs.get(row["framework"], {}).get(row["section"], {}).get("parameters", {})
+        amount = workloads.work(row["section"], row["case"], params) \
             if row["metric"] == "time" and pd.notna(row["median"]) else None
         if amount is None:
             rates.append(None)
@@ -111,7 +111,7 @@ def add_rates(table: pd.DataFrame, runs: Runs) -> pd.DataFrame:
             fastest, fastest_row = max(beaten, key=lambda item: item[0])
             if ceiling is None or fastest > ceiling:
                 ceiling, kernel = fastest, "a timing here beat every ceiling measured"
-                case = (f"{fastest_row['framework']} {fastest_row['experiment']} "
+                case = (f"{fastest_row['framework']} {fastest_row['section']} "
                         f"{fastest_row['case']}")
             values = [achieved, unit, ceiling, case, kernel, achieved / ceiling]
         for name, value in zip(columns, values):
@@ -142,7 +142,7 @@ def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
     expected = reference[reference["metric"] == "output"]
     for framework, framework_runs in runs.items():
         for ref in expected.to_dict("records"):
-            run = framework_runs.get(ref["experiment"], {})
+            run = framework_runs.get(ref["section"], {})
             got = run.get("outputs", {}).get(ref["case"])
             other = differing_parameters(ref["parameters"], run.get("parameters", {}))
             match, rule = (None, "") if got is None or other else output_matches(
@@ -159,17 +159,17 @@ def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
                 label, rule = "counterpart", (f"{framework}'s own counterpart: not comparable "
                                               f"with MXNet's by rule '{ref['match']}'")
             rows.append({
-                "section": ref["section"], "document": ref["document"], "framework": framework,
-                "experiment": ref["experiment"], "case": ref["case"], "label": ref["label"],
+                "heading": ref["heading"], "document": ref["document"], "framework": framework,
+                "section": ref["section"], "case": ref["case"], "label": ref["label"],
                 "document_printed": ref["printed"],
                 "measured": None if got is None else got["text"],
                 "match": label, "rule": rule, "status": run.get("status", "missing"),
             })
-        known = set(zip(expected["experiment"], expected["case"]))
-        for experiment, run in framework_runs.items():
+        known = set(zip(expected["section"], expected["case"]))
+        for section, run in framework_runs.items():
             for case, got in run.get("outputs", {}).items():
-                if (experiment, case) not in known:
-                    rows.append({"framework": framework, "experiment": experiment, "case": case,
+                if (section, case) not in known:
+                    rows.append({"framework": framework, "section": section, "case": case,
                                  "label": case, "measured": got["text"],
                                  "match": "no document figure", "status": run.get("status")})
     return pd.DataFrame(rows)
@@ -199,7 +199,7 @@ def outputs_verdict(outputs: pd.DataFrame, framework: str) -> claims.Verdict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", required=True, type=Path, nargs="+",
-                   help="each experiment's run.json (its samples.csv lies beside it)")
+                   help="each section's run.json (its samples.csv lies beside it)")
     p.add_argument("--reference", required=True, type=Path)
     p.add_argument("--schema", required=True, type=Path)
     p.add_argument("--summary", required=True)
@@ -224,7 +224,7 @@ def main() -> int:
     for table, path in ((summary, args.summary), (outputs, args.outputs),
                         (verdicts, args.verdicts)):
         table.assign(format_version=FORMAT_VERSION).to_csv(path, index=False)
-    print(f"summarised {sum(map(len, runs.values()))} experiments of {', '.join(sorted(runs))}, "
+    print(f"summarised {sum(map(len, runs.values()))} sections of {', '.join(sorted(runs))}, "
           f"{len(samples)} samples")
     return 0
 

@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_PYTHON = Path(sys.executable)
 SNAKEMAKE = WORKFLOW_PYTHON.parent / "snakemake"
-# The experiment environment that `make test` creates; another one can be named.
+# The MXNet environment that `make test` creates; another one can be named.
 EXPERIMENT_PYTHON = Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python"))
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".venv-mxnet", ".venv-torch", "results", ".snakemake", "__pycache__",
@@ -40,7 +40,7 @@ def torch_python() -> Path:
 @pytest.fixture(scope="session")
 def experiment_python() -> Path:
     if not EXPERIMENT_PYTHON.exists():
-        pytest.fail(f"experiment environment missing: {EXPERIMENT_PYTHON} (run `make envs`)")
+        pytest.fail(f"MXNet environment missing: {EXPERIMENT_PYTHON} (run `make envs`)")
     return EXPERIMENT_PYTHON
 
 

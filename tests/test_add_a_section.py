@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
 from d2lperf import devices as device_options
-from d2lperf import experiment, timing
+from d2lperf import harness, timing
 from d2lperf import {module} as d2l
 from d2lperf.results import Recorder, report
 
@@ -59,8 +59,8 @@ def body(args, rec: Recorder) -> None:
 
 
 if __name__ == "__main__":
-    parser = experiment.parser(__doc__.splitlines()[0], section="{name}")
-{options}    sys.exit(experiment.main("{name}", "{framework}", parser, body))
+    parser = harness.parser(__doc__.splitlines()[0], section="{name}")
+{options}    sys.exit(harness.main("{name}", "{framework}", parser, body))
 '''
 # Each framework's d2lperf module, its vector, and its command line beyond the table's
 # (PyTorch runs on a GPU where there is one: its sections take --on).
@@ -141,7 +141,7 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
 
     out = work / "results" / CI_MACHINE
     summary = pd.read_csv(out / "summary.csv")
-    mine = summary[summary["experiment"] == NAME]
+    mine = summary[summary["section"] == NAME]
     assert set(zip(mine["framework"], mine["case"])) == {
         (f, c) for f in MAKE for c in ("sum_at_once", "sum_one_by_one")}
     verdicts = pd.read_csv(out / "verdicts.csv")
@@ -150,7 +150,7 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
     assert set(judged["verdict"]) <= {"holds", "does not hold", "inconclusive"}
     assert (out / "plots" / f"{NAME}.svg").stat().st_size > 0
     shown = report_view(work, out)
-    section = next(s for s in shown["sections"] if s["experiment"] == NAME)
+    section = next(s for s in shown["sections"] if s["section"] == NAME)
     assert section["title"]["title"] == "Vector sums (a section added from outside)"
     assert section["ran"] and section["plot"].startswith("data:image/svg+xml")
     # cases the documents did not print are the section's extras

@@ -17,7 +17,7 @@ from d2lperf import archive
 from d2lperf.archive import ArchiveError, import_archive, import_kept
 
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
-SAMPLES = ("experiment,case,metric,unit,repeat,value,epoch,devices\n"
+SAMPLES = ("section,case,metric,unit,repeat,value,epoch,devices\n"
            "hybridize,mlp_before_hybridize,time,s,0,0.4,,\n")
 MACHINE_JSON = {"machine": "box", "cpu": {"model": "X", "logical_cores": 2}, "gpus": [],
                 "memory_bytes": 1}
@@ -27,7 +27,7 @@ def make_results(root, name="box", machine=None):
     folder = root / name
     (folder / "hybridize").mkdir(parents=True)
     (folder / "hybridize/samples.csv").write_text(SAMPLES)
-    (folder / "hybridize/run.json").write_text('{"experiment": "hybridize", "status": "ok"}')
+    (folder / "hybridize/run.json").write_text('{"section": "hybridize", "status": "ok"}')
     (folder / "machine.json").write_text(json.dumps(machine or MACHINE_JSON))
     return folder
 
@@ -242,7 +242,7 @@ def test_a_kept_archive_whose_name_is_no_machine_id_is_refused(tmp_path, stem):
 def kept_member(tmp_path, info, data=b""):
     """A kept archive like a good one, with one crafted member more."""
     entries = {n: d for n, d in GOOD.items()}
-    entries["box/hybridize/run.json"] = b'{"experiment": "hybridize", "status": "ok"}'
+    entries["box/hybridize/run.json"] = b'{"section": "hybridize", "status": "ok"}'
     out = tampered(tmp_path, entries)
     raw = tarfile.open(out, "r:gz")
     members = [(m, raw.extractfile(m).read()) for m in raw.getmembers()]

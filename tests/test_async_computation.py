@@ -1,4 +1,4 @@
-"""The asynchronous-computation section, run for real in the experiment environment on a
+"""The asynchronous-computation section, run for real in the MXNet environment on a
 small workload (500 x 500, the ci preset's size: big enough for a dot to outlast its
 queueing by far, small enough for seconds)."""
 

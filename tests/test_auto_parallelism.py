@@ -1,4 +1,4 @@
-"""The automatic-parallelism section, run for real in the experiment environment: on CPU
+"""The automatic-parallelism section, run for real in the MXNet environment: on CPU
 contexts (cpu(1) standing in for the GPU) with tiny matrices, and skipped without a GPU."""
 
 import json
@@ -39,7 +39,7 @@ def on_cpu(tmp_path_factory, experiment_python):
 def test_every_repeat_of_every_case_is_a_row_naming_its_devices(on_cpu):
     out, _, _ = on_cpu
     table = rows(out)
-    assert sorted((r["experiment"], r["case"], r["metric"], r["unit"], r["repeat"], r["devices"])
+    assert sorted((r["section"], r["case"], r["metric"], r["unit"], r["repeat"], r["devices"])
                   for r in table) == sorted(("auto_parallelism", case, "time", "s", str(repeat),
                                              where)
                                             for case, where in CASES.items() for repeat in range(2))
@@ -81,7 +81,7 @@ def test_without_a_gpu_the_section_is_skipped(tmp_path, experiment_python):
     assert run_record["reason"] == "needs 1 GPU, found 0"
     assert rows(tmp_path) == []
     assert (tmp_path / "samples.csv").read_text() == (
-        "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n")
+        "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n")
     assert "auto_parallelism: skipped: needs 1 GPU, found 0" in done.stdout
 
 

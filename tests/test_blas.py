@@ -109,7 +109,7 @@ def test_the_reference_needs_no_blas_and_sees_an_error_anywhere():
 
 def test_a_stand_in_blas_that_computes_wrong_refuses_the_section():
     from d2lperf import blas
-    from d2lperf.experiment import Refused
+    from d2lperf.harness import Refused
 
     record = {}
     with pytest.raises(Refused, match=r"stand-in's float32 matrix product 200x200 .* is off "
@@ -126,7 +126,7 @@ def test_products_that_crash_are_refused_with_the_signal(tmp_path, monkeypatch):
     """The probe's process dies of SIGILL (a forced kernel this CPU lacks): the section
     is refused with the signal and the variable, instead of dying with it."""
     from d2lperf import blas
-    from d2lperf.experiment import Refused
+    from d2lperf.harness import Refused
 
     dies = tmp_path / "python"
     dies.write_text("#!/bin/sh\nkill -ILL $$\n")

@@ -16,8 +16,8 @@ RUNS = {"mxnet": {"async_computation": {"parameters": {"size": 2000}},
 DOT_GFLOP = 16.0  # 2 x 2000^3
 
 
-def row(framework, experiment, case, metric, median, devices="cpu"):
-    return {"framework": framework, "experiment": experiment, "case": case, "metric": metric,
+def row(framework, section, case, metric, median, devices="cpu"):
+    return {"framework": framework, "section": section, "case": case, "metric": metric,
             "median": median, "devices": devices}
 
 
@@ -110,7 +110,7 @@ def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tm
     ceilings = tmp_path / "ceilings_pytorch"
     ceilings.mkdir()
     (ceilings / "run.json").write_text(json.dumps({
-        **run, "experiment": "ceilings", "framework": "pytorch",
+        **run, "section": "ceilings", "framework": "pytorch",
         "notes": {"kernels": {"torch_mm_4000": "torch mm (mkl)"}}}))
     args.runs += [ceilings / "run.json", run_record(tmp_path / "async_pytorch",
                                                     "async_computation", "pytorch", "ok")]
@@ -135,7 +135,7 @@ def test_the_kernels_bench_prints_stock_and_forced_kernels_beside_the_ceilings()
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     for name in ("MXNet dot, stock kernel", "MXNet dot, OPENBLAS_CORETYPE=Haswell",
-                 "numpy matmul (experiment env)", "numpy matmul (workflow env)", "PyTorch mm"):
+                 "numpy matmul (MXNet env)", "numpy matmul (workflow env)", "PyTorch mm"):
         row = next(line for line in lines if line.startswith(name))
         assert "%" in row and "e-0" in row  # a rate with its shares, and the error checked
     from d2lperf import machine
@@ -149,7 +149,7 @@ def test_a_forced_kernel_variant_that_ran_is_set_against_this_runs_dot(tmp_path)
 
     table = tmp_path / "comparison.csv"
     pd.DataFrame([
-        {"machine": m, "framework": "mxnet", "experiment": "ceilings", "case": c,
+        {"machine": m, "framework": "mxnet", "section": "ceilings", "case": c,
          "metric": "rate", "median": v}
         for m, c, v in (("box", "mxnet_dot_2000", 25.0), ("box", "mxnet_dot_4000", 26.0),
                         ("box--haswell-kernel", "mxnet_dot_4000", 70.2),

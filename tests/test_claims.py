@@ -13,7 +13,7 @@ REFERENCE = load_reference(REPO / "report/reference.csv")
 OK = {"status": "ok"}
 
 
-def rows(experiment, case, by_process, metric="time", epoch=None, devices="", positions=None,
+def rows(section, case, by_process, metric="time", epoch=None, devices="", positions=None,
          framework="mxnet"):
     """Raw sample rows: by_process is {process: [values]} (or a plain list: process 0)."""
     if not isinstance(by_process, dict):
@@ -22,7 +22,7 @@ def rows(experiment, case, by_process, metric="time", epoch=None, devices="", po
     for process, values in by_process.items():
         for repeat, value in enumerate(values):
             position = "" if positions is None else positions(process, repeat)
-            out.append({"experiment": experiment, "framework": framework, "case": case,
+            out.append({"section": section, "framework": framework, "case": case,
                         "metric": metric, "unit": "s", "process": process, "repeat": repeat,
                         "position": position, "value": value, "epoch": epoch,
                         "devices": devices})
@@ -170,15 +170,15 @@ def test_accuracy_after_the_documents_epochs():
 # --- where a claim applies: from the run record's fields ---
 
 def eager_cpu_run(kind="cpu"):
-    """A PyTorch run record as experiment.main writes it, on a CPU or a GPU."""
+    """A PyTorch run record as harness.main writes it, on a CPU or a GPU."""
     from d2lperf import torch as d2l_torch
 
     return {"status": "ok", "framework": "pytorch", "parameters": {"on": kind},
             "execution": d2l_torch.execution(kind)}
 
 
-def pytorch_rows(experiment, cases):
-    return [rows(experiment, case, {p: values for p in range(4)}, framework="pytorch")
+def pytorch_rows(section, cases):
+    return [rows(section, case, {p: values for p in range(4)}, framework="pytorch")
             for case, values in cases.items()]
 
 

@@ -13,7 +13,7 @@ from d2lperf.results import RecordError
 from d2lperf.tables import TableError
 
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
-HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
+HEADER = "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
 ROW = "hybridize,mxnet,mlp_before_hybridize,time,s,0,{repeat},0,{value},,\n"
 
 
@@ -23,7 +23,7 @@ def section(root, values=("0.4", "0.5"), record=None, folder="hybridize"):
     (out / "samples.csv").write_text(HEADER + "".join(
         ROW.format(repeat=i, value=v) for i, v in enumerate(values)))
     (out / "run.json").write_text(record if record is not None else json.dumps(
-        {"experiment": "hybridize", "framework": "mxnet", "status": "ok"}))
+        {"section": "hybridize", "framework": "mxnet", "status": "ok"}))
     return out / "run.json"
 
 
@@ -45,15 +45,15 @@ def test_a_corrupt_sample_is_refused_naming_file_row_and_column(tmp_path, value,
 
 
 @pytest.mark.parametrize("record, message", [
-    ('{"experiment": "hybr', "not JSON (cut short or corrupt?)"),
+    ('{"section": "hybr', "not JSON (cut short or corrupt?)"),
     ("[]", "not a run record: the record: [] is not of type 'object'"),
-    ('{"status": "ok"}', "not a run record: the record: 'experiment' is a required property"),
-    ('{"experiment": "hybridize", "status": "fine"}', "not a run record: status: 'fine'"),
-    ('{"experiment": "hybridize", "framework": "jax", "status": "ok"}',
+    ('{"status": "ok"}', "not a run record: the record: 'section' is a required property"),
+    ('{"section": "hybridize", "status": "fine"}', "not a run record: status: 'fine'"),
+    ('{"section": "hybridize", "framework": "jax", "status": "ok"}',
      "not a run record: framework: 'jax' is not one of ['mxnet', 'pytorch']"),
-    ('{"experiment": "async_computation", "framework": "mxnet", "status": "ok"}',
+    ('{"section": "async_computation", "framework": "mxnet", "status": "ok"}',
      "the run record of async_computation"),
-    ('{"experiment": "hybridize", "framework": "pytorch", "status": "ok"}',
+    ('{"section": "hybridize", "framework": "pytorch", "status": "ok"}',
      "the run record of hybridize_pytorch"),
 ])
 def test_a_corrupt_run_record_is_refused_naming_the_file(tmp_path, record, message):
@@ -61,7 +61,7 @@ def test_a_corrupt_run_record_is_refused_naming_the_file(tmp_path, record, messa
     assert refusal(sidecar).startswith(f"{sidecar}: {message}")
 
 
-SUMMARY = ["experiment", "case", "metric", "epoch", "unit", "devices", "label", "count",
+SUMMARY = ["section", "case", "metric", "epoch", "unit", "devices", "label", "count",
            "min", "median", "max", "ci_low", "ci_high", "status", "framework"]
 
 
@@ -71,7 +71,7 @@ def machine(root, name, median, ci_low, ci_high):
     with open(folder / "summary.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, SUMMARY)
         writer.writeheader()
-        writer.writerow({"experiment": "hybridize", "case": "mlp", "metric": "time",
+        writer.writerow({"section": "hybridize", "case": "mlp", "metric": "time",
                          "unit": "s", "count": 6, "min": median / 2, "median": median,
                          "max": median * 2, "ci_low": ci_low, "ci_high": ci_high,
                          "status": "ok", "framework": "mxnet"})

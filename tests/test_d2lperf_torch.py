@@ -62,7 +62,7 @@ def test_gpu_devices_skip_without_gpus_and_are_cuda_devices_with_them(torch_pyth
         import json
         import torch
         from d2lperf import torch as t
-        from d2lperf.experiment import Skipped
+        from d2lperf.harness import Skipped
         out = {}
         for count in (1, 2):
             try:
@@ -93,7 +93,7 @@ def test_training_runs_that_fit_the_gpus_run_and_the_others_say_why(torch_python
         import argparse, json
         import torch
         from d2lperf import torch as t
-        from d2lperf.experiment import Skipped
+        from d2lperf.harness import Skipped
         from d2lperf.results import Recorder
 
         def prepare(on, devices):

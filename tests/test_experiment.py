@@ -1,4 +1,4 @@
-"""d2lperf.experiment: the fresh-process orchestration every repeated section goes through."""
+"""d2lperf.harness: the fresh-process orchestration every repeated section goes through."""
 
 from __future__ import annotations
 
@@ -14,18 +14,18 @@ SECTION = textwrap.dedent('''\
     import sys
     from pathlib import Path
     sys.path.insert(0, {scripts!r})
-    from d2lperf import experiment, timing
+    from d2lperf import harness, timing
 
     def body(args, rec):
         with open({started!r}, "a") as handle:  # one line per process that ran the body
             handle.write(f"{{args.process}}\\n")
         if {skip!r}:
-            raise experiment.Skipped("needs 1 GPU, found 0")
+            raise harness.Skipped("needs 1 GPU, found 0")
         rec.timings(timing.compare({{"case": lambda: None}}, lambda: None, warmup=0,
                                    rounds=1, seed=0, process=args.process))
 
     if __name__ == "__main__":
-        sys.exit(experiment.main("toy", "pytorch", experiment.parser("toy"), body))
+        sys.exit(harness.main("toy", "pytorch", harness.parser("toy"), body))
 ''')
 
 

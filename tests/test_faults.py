@@ -1,4 +1,4 @@
-"""Faults: a crashing or killed experiment job, and Ctrl-C during a forced re-run.
+"""Faults: a crashing or killed section job, and Ctrl-C during a forced re-run.
 
 A killed job is recorded as failed under its own name, with its log; an interrupted
 re-run keeps the previous raw results, and the next run re-runs that section."""
@@ -87,7 +87,7 @@ def wait_for(condition, process: subprocess.Popen, timeout: float = 120):
     return None
 
 
-def test_failure_records_name_their_own_experiment(tmp_path):
+def test_failure_records_name_their_own_section(tmp_path):
     """Two sections crash (no MXNet in their interpreter): each record names its section."""
     work = copy_workflow(tmp_path / "wf")
     targets = [f"results/broken/{s}/run.json" for s in ("async_computation", "hybridize")]
@@ -97,7 +97,7 @@ def test_failure_records_name_their_own_experiment(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     for target in targets:
         run = json.loads((work / target).read_text())
-        assert run["experiment"] == Path(target).parent.name, run
+        assert run["section"] == Path(target).parent.name, run
         assert run["status"] == "failed" and "No module named 'mxnet'" in run["log_tail"]
 
 
@@ -119,7 +119,7 @@ def test_sigkill_of_one_job_is_reported_with_its_log(ci_run, tmp_path, experimen
             os.killpg(run.pid, signal.SIGKILL)
     assert run.returncode == 0, out[-3000:]
     record = json.loads((results / "hybridize/run.json").read_text())
-    assert record["experiment"] == "hybridize" and record["status"] == "failed", record
+    assert record["section"] == "hybridize" and record["status"] == "failed", record
     assert record["exit_code"] == 128 + signal.SIGKILL
     assert record["log_tail"].strip(), "empty log tail"
     page = (results / "report.html").read_text(encoding="utf-8")
@@ -163,6 +163,6 @@ def test_ctrl_c_during_forcerun_keeps_the_previous_results(ci_run, tmp_path, exp
     page = (results / "report.html").read_text(encoding="utf-8")
     for case, group in samples.groupby("case"):
         median = statistics.median(group["value"])
-        row = summary[(summary["experiment"] == "hybridize") & (summary["case"] == case)]
+        row = summary[(summary["section"] == "hybridize") & (summary["case"] == case)]
         assert row["median"].iloc[0] == pytest.approx(median, rel=1e-12)
         assert f"{median:.4f} s" in page

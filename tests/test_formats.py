@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO
 from d2lperf import frameworks
 from d2lperf.results import FORMAT_VERSION, Recorder, migrate_run, read_run, write_csv
-from d2lperf.tables import TableError, load_samples
+from d2lperf.tables import TableError, load_samples, read_table
 
 OLD_ARCHIVE = REPO / "tests/data/ci-old-format.tar.gz"
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
@@ -47,7 +47,9 @@ def test_every_old_record_reads_in_the_current_format(old_results):
         before = json.loads(path.read_text())
         after = read_run(path)
         kept = {k: v for k, v in after.items() if k not in FIELDS_FROM_WORDS}
-        assert kept == {**{k: v for k, v in before.items() if k not in FIELDS_FROM_WORDS},
+        renamed = {("section" if k == "experiment" else k): v for k, v in before.items()}
+        assert "experiment" in before and "experiment" not in after
+        assert kept == {**{k: v for k, v in renamed.items() if k not in FIELDS_FROM_WORDS},
                         "format_version": FORMAT_VERSION}, path
         assert after.get("notes") == before.get("notes"), path  # no training run left out
         for name, got in (before.get("outputs") or {}).items():
@@ -62,7 +64,19 @@ def test_every_old_record_reads_in_the_current_format(old_results):
         assert after["framework"] in frameworks.FRAMEWORKS
         samples = load_samples(path.parent / "samples.csv", SCHEMA)  # the tables read as they are
         assert set(samples["framework"]) <= {after["framework"]}, path
+        assert set(samples["section"]) <= {after["section"]} and "experiment" not in samples
     assert by_design >= 2  # PyTorch's hybridize said "not applicable in PyTorch" twice
+
+
+def test_an_older_archives_tables_read_under_the_current_names(old_results):
+    """Before format 3 the section was ``experiment`` and the documents' heading
+    ``section``; the verdicts named the section ``section`` already."""
+    summary = read_table(old_results / "summary.csv")
+    assert {"section", "heading", "format_version"} - set(summary) == {"format_version"}
+    assert "experiment" not in summary and "hybridize" in set(summary["section"])
+    assert summary["heading"].str.contains("[\u4e00-\u9fff]").any()  # the documents' headings
+    verdicts = read_table(old_results / "verdicts.csv")
+    assert "hybridize" in set(verdicts["section"]) and "heading" not in verdicts
 
 
 @pytest.mark.parametrize("older, fields", [
@@ -98,7 +112,7 @@ def test_a_record_from_before_two_frameworks_is_the_documents_frameworks(old_res
 @pytest.mark.parametrize("version", [FORMAT_VERSION + 1, 0, "2"])
 def test_a_format_this_code_does_not_know_is_refused(version):
     with pytest.raises(ValueError, match="format_version .* is not one this code reads"):
-        migrate_run({"experiment": "hybridize", "format_version": version})
+        migrate_run({"section": "hybridize", "format_version": version})
 
 
 def test_new_records_carry_the_current_format(tmp_path):
@@ -107,13 +121,13 @@ def test_new_records_carry_the_current_format(tmp_path):
     log = tmp_path / "x.log"
     log.write_text("boom\n")
     subprocess.run([sys.executable, str(REPO / "scripts/record_failure.py"),
-                    "--experiment", "hybridize", "--exit-code", "1", "--log", str(log),
+                    "--section", "hybridize", "--exit-code", "1", "--log", str(log),
                     "--csv", str(tmp_path / "s.csv"), "--sidecar", str(tmp_path / "r.json")],
                    check=True, capture_output=True)
     assert json.loads((tmp_path / "r.json").read_text())["format_version"] == FORMAT_VERSION
 
 
-HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices"
+HEADER = "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices"
 
 
 @pytest.mark.parametrize("version", ["", "3"])

@@ -17,7 +17,7 @@ from d2lperf import hostlock
 SECTION = textwrap.dedent('''\
     import sys, time
     sys.path.insert(0, {scripts!r})
-    from d2lperf import experiment, timing
+    from d2lperf import harness, timing
 
     def body(args, rec):
         start = time.time()
@@ -28,7 +28,7 @@ SECTION = textwrap.dedent('''\
                                    rounds=1, seed=0, process=args.process))
 
     if __name__ == "__main__":
-        sys.exit(experiment.main("toy", "pytorch", experiment.parser("toy"), body))
+        sys.exit(harness.main("toy", "pytorch", harness.parser("toy"), body))
 ''')
 
 

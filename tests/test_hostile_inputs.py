@@ -35,11 +35,11 @@ from d2lperf.data import find_fashion_mnist
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 CONFIG_SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
-SAMPLES = (b"experiment,case,metric,unit,repeat,value,epoch,devices\n"
+SAMPLES = (b"section,case,metric,unit,repeat,value,epoch,devices\n"
            b"hybridize,mlp_before_hybridize,time,s,0,0.4,,\n")
 MACHINE_JSON = json.dumps({"machine": "box", "cpu": {"model": "X", "logical_cores": 2},
                            "gpus": [], "memory_bytes": 1}).encode()
-SUMMARY_COLUMNS = ("experiment,case,metric,epoch,unit,devices,label,count,min,median,max,"
+SUMMARY_COLUMNS = ("section,case,metric,epoch,unit,devices,label,count,min,median,max,"
                    "ci_low,ci_high,status")
 SUMMARY = (SUMMARY_COLUMNS + "\n"
            "hybridize,mlp_before_hybridize,time,,s,,MLP,1,0.4,0.4,0.4,0.4,0.4,ok\n").encode()
@@ -48,7 +48,7 @@ VERDICTS = (b"claim,name,section,verdict,evidence,rule\n"
             )
 GOOD = [("box/machine.json", MACHINE_JSON),
         ("box/hybridize/samples.csv", SAMPLES),
-        ("box/hybridize/run.json", b'{"experiment": "hybridize", "status": "ok"}'),
+        ("box/hybridize/run.json", b'{"section": "hybridize", "status": "ok"}'),
         ("box/summary.csv", SUMMARY),
         ("box/verdicts.csv", VERDICTS)]
 
@@ -228,16 +228,16 @@ HOSTILE = {
         lambda o: tar(o, replaced("box/hybridize/samples.csv", SAMPLES.replace(b"0.4", b"-5"))),
         "box/hybridize/samples.csv: row 2: value: -5.0 is less than or equal to the minimum"),
     "run.json cut short": (
-        lambda o: tar(o, replaced("box/hybridize/run.json", b'{"experiment": "hybr')),
+        lambda o: tar(o, replaced("box/hybridize/run.json", b'{"section": "hybr')),
         "box/hybridize/run.json: not JSON"),
     "run.json an empty list": (lambda o: tar(o, replaced("box/hybridize/run.json", b"[]")),
                                "box/hybridize/run.json: not a JSON object"),
-    "run.json without its experiment": (
+    "run.json without its section": (
         lambda o: tar(o, replaced("box/hybridize/run.json", b'{"status": "ok"}')),
-        "box/hybridize/run.json: not a run record: the record: 'experiment' is a required"),
+        "box/hybridize/run.json: not a run record: the record: 'section' is a required"),
     "run.json of another section": (
         lambda o: tar(o, replaced("box/hybridize/run.json",
-                                  b'{"experiment": "async_computation", "status": "ok"}')),
+                                  b'{"section": "async_computation", "status": "ok"}')),
         "box/hybridize/run.json: the run record of async_computation"),
     "machine.json without its gpus": (
         lambda o: tar(o, replaced("box/machine.json", b'{"cpu": {"model": "X"}}')),
@@ -440,7 +440,7 @@ def test_data_dir_that_needs_quoting_runs_nothing(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert not (work / "pwned").exists()
     run = json.loads((work / "results/x/multi_gpu_gluon/run.json").read_text())
-    assert run["experiment"] == "multi_gpu_gluon" and run["status"] == "failed"
+    assert run["section"] == "multi_gpu_gluon" and run["status"] == "failed"
 
 
 def planned_jobs(work: Path, *config: str) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""The hybridize section, run for real in the experiment environment on a small workload."""
+"""The hybridize section, run for real in the MXNet environment on a small workload."""
 
 import csv
 import json
@@ -29,7 +29,7 @@ def test_every_round_of_every_process_is_a_row_with_its_position(hybridize_run):
     out, _ = hybridize_run
     with open(out / "samples.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["experiment", "framework", "case", "metric", "unit", "process",
+    assert list(rows[0]) == ["section", "framework", "case", "metric", "unit", "process",
                              "repeat", "position", "value", "epoch", "devices"]
     assert {row["framework"] for row in rows} == {"mxnet"}
     for process in ("0", "1"):

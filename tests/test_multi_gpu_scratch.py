@@ -123,7 +123,7 @@ def test_too_few_gpus_skip_the_section(experiment_python, tmp_path):
     assert re.fullmatch(r"needs 64 GPUs, found \d+", run_record["reason"])
     assert run_record["outputs"] == {}
     assert (tmp_path / "samples.csv").read_text() == (
-        "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n")
+        "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -80,7 +80,7 @@ def on_machine(tmp_path, monkeypatch):
 # --- what `make envs` installs ------------------------------------------------------
 
 def make_would_install(tmp_path: Path, *make_args: str) -> tuple[str, list[str]]:
-    """Run `make -n` for the experiment environment, then the one step it prints that
+    """Run `make -n` for the MXNet environment, then the one step it prints that
     decides what pip gets (mxnet_build.py requirements): its line, and the pins."""
     venv = tmp_path / "venv"
     venv.mkdir(exist_ok=True)
@@ -290,7 +290,7 @@ def test_preflight_when_nvidia_smi_fails(on_machine):
 
 @pytest.mark.parametrize("gpu", ["a100", "h200"])
 def test_machine_info_records_the_preflight(gpu, on_machine, experiment_python, tmp_path):
-    """The real machine_info step in the experiment environment (the CPU build here):
+    """The real machine_info step in the MXNet environment (the CPU build here):
     no smoke test on a CPU build, and a reason that says what would run."""
     name, capability, build, _ = GPUS[gpu]
     on_machine(gpu)

@@ -19,7 +19,7 @@ from d2lperf import frameworks, hostlock
 SECTION = textwrap.dedent('''\
     import os, sys, time
     sys.path.insert(0, {scripts!r})
-    from d2lperf import experiment
+    from d2lperf import harness
 
     def body(args, rec):
         with open({pids!r}, "a") as handle:
@@ -27,7 +27,7 @@ SECTION = textwrap.dedent('''\
         time.sleep(600)  # a long timing
 
     if __name__ == "__main__":
-        sys.exit(experiment.main("toy", "pytorch", experiment.parser("toy"), body))
+        sys.exit(harness.main("toy", "pytorch", harness.parser("toy"), body))
 ''')
 
 

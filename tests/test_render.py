@@ -23,23 +23,23 @@ from d2lperf.report import claims_view, sections_view
 from d2lperf.report.values import records
 from d2lperf.results import section_folder
 
-SUMMARY_COLUMNS = ["document", "variant", "section", "framework", "experiment", "case",
+SUMMARY_COLUMNS = ["document", "variant", "heading", "framework", "section", "case",
                    "metric", "epoch", "unit", "devices", "label", "document_printed",
                    "document_value", "count", "q1", "median", "q3", "ci_low", "ci_high",
                    "noisy", "outliers", "ratio", "achieved", "achieved_unit", "ceiling_case",
                    "fraction_of_ceiling", "status"]
 VERDICT_COLUMNS = ["claim", "name", "section", "verdict", "evidence", "rule", "kind",
                    "framework", "effect", "ratio", "ratio_low", "ratio_high", "identical_work"]
-OUTPUT_COLUMNS = ["section", "document", "framework", "experiment", "case", "label",
+OUTPUT_COLUMNS = ["heading", "document", "framework", "section", "case", "label",
                   "document_printed", "measured", "match", "rule", "status"]
 LOG_TAIL = "Traceback (most recent call last):\nRuntimeError: <no kernel> & 'image'"
 
 
-def figure(framework, experiment, case, printed, label, median=None, **extra):
+def figure(framework, section, case, printed, label, median=None, **extra):
     """One summary row: a document's figure (printed) beside one framework's median."""
     value = float(printed) if printed else None
     row = {"document": "seeds/000" if printed else "", "framework": framework,
-           "experiment": experiment, "case": case, "metric": "time", "unit": "s",
+           "section": section, "case": case, "metric": "time", "unit": "s",
            "label": label, "document_printed": printed or "",
            "document_value": value if value is not None else "",
            "status": "ok"}
@@ -70,9 +70,9 @@ def write_csv(path: Path, columns: list[str], rows: list[dict]) -> Path:
     return path
 
 
-def run_record(folder: Path, experiment: str, framework: str, status: str, **extra) -> Path:
+def run_record(folder: Path, section: str, framework: str, status: str, **extra) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    record = {"experiment": experiment, "framework": framework, "status": status,
+    record = {"section": section, "framework": framework, "status": status,
               "started": "2026-01-02T03:04:00+00:00", "finished": "2026-01-02T03:05:00+00:00",
               "wall_seconds": 1.5, "parameters": {"repeats": 3, "processes": 2, "warmup": 1},
               "threads": {"OMP_NUM_THREADS": "2"}, **extra}
@@ -128,8 +128,8 @@ def tables(tmp: Path, frameworks=("mxnet", "pytorch")) -> argparse.Namespace:
                           0.125))
     if "pytorch" in frameworks:
         summary.append(figure("pytorch", "hybridize", "mlp_torch_compile", None, "", 0.03))
-    outputs = [{"section": "s", "document": "seeds/000", "framework": f,
-                "experiment": "hybridize", "case": "mlp_output_imperative",
+    outputs = [{"heading": "s", "document": "seeds/000", "framework": f,
+                "section": "hybridize", "case": "mlp_output_imperative",
                 "label": "MLP output, imperative", "document_printed": "[[-0.11 <0.05>]]",
                 "measured": "[[-0.11 0.05]]", "match": "yes", "rule": "numbers",
                 "status": "ok"} for f in frameworks]
@@ -151,9 +151,9 @@ def tables(tmp: Path, frameworks=("mxnet", "pytorch")) -> argparse.Namespace:
         preset="documents", out=tmp / "report.html")
 
 
-def section(page: str, experiment: str) -> str:
-    found = re.search(rf'<section id="{experiment}"[^>]*>(.*?)</section>', page, re.S)
-    assert found, experiment
+def section(page: str, name: str) -> str:
+    found = re.search(rf'<section id="{name}"[^>]*>(.*?)</section>', page, re.S)
+    assert found, name
     return found.group(1)
 
 
@@ -185,8 +185,8 @@ def claim_of(view: dict, name: str) -> dict:
     return next(c for c in view["claims"] if c["name"] == name)
 
 
-def section_of(view: dict, experiment: str) -> dict:
-    return next(s for s in view["sections"] if s["experiment"] == experiment)
+def section_of(view: dict, section: str) -> dict:
+    return next(s for s in view["sections"] if s["section"] == section)
 
 
 def test_claims_have_a_verdict_per_framework_and_the_documents_ratio(view):
@@ -336,7 +336,7 @@ def test_overview_draws_a_mark_per_framework_with_a_text_alternative(page):
 def test_provenance_lists_both_stacks(view):
     assert [(name, rows["version"]) for name, rows in view["stacks"].items()] == [
         ("MXNet", "MXNet 1.9.1"), ("PyTorch", "PyTorch 2.13.0+cpu (cpu build)")]
-    assert sorted((r["experiment"], r["framework"]) for r in view["runs"]) == sorted(
+    assert sorted((r["section"], r["framework"]) for r in view["runs"]) == sorted(
         (s, f) for s in ("hybridize", "auto_parallelism", "multi_gpu_gluon")
         for f in ("MXNet", "PyTorch"))  # every run, each framework
 
@@ -383,9 +383,9 @@ def test_effect_words():
 
 def test_labels_exact_before_pattern_and_per_epoch_only_for_epochs():
     labels = Labels([
-        {"experiment": "e", "case": "x_*", "metric": "time", "label": "pattern {suffix}"},
-        {"experiment": "e", "case": "x_2", "metric": "time", "label": "exact"},
-        {"experiment": "e", "case": "x_*", "metric": "loss", "label": "epoch {epoch} of x"},
+        {"section": "e", "case": "x_*", "metric": "time", "label": "pattern {suffix}"},
+        {"section": "e", "case": "x_2", "metric": "time", "label": "exact"},
+        {"section": "e", "case": "x_*", "metric": "loss", "label": "epoch {epoch} of x"},
     ])
     assert labels("e", "x_2", "time") == "exact"
     assert labels("e", "x_5", "time") == "pattern 5"
@@ -396,7 +396,7 @@ def test_labels_exact_before_pattern_and_per_epoch_only_for_epochs():
 
 def test_labels_refuse_an_incomplete_row():
     with pytest.raises(ValueError, match="labels row 2: empty label"):
-        Labels([{"experiment": "e", "case": "c", "metric": "time", "label": ""}])
+        Labels([{"section": "e", "case": "c", "metric": "time", "label": ""}])
 
 
 def test_every_claim_says_how_the_report_words_it():
@@ -422,17 +422,17 @@ def sections_csv(folder: Path) -> Path:
 def test_labels_csv_names_known_sections():
     sections = set(section_table.names())
     labels = Labels.read(REPO / "report/labels.csv")
-    assert {r["experiment"] for r in labels.rows} <= sections
+    assert {r["section"] for r in labels.rows} <= sections
 
 
 def across_machines(tmp_path: Path) -> argparse.Namespace:
     """The tables with two machines' comparison: test-box the baseline, gpu-box five times
     faster; a claim's verdicts differ between them, and a check is among the verdicts."""
     args = tables(tmp_path)
-    columns = ["framework", "experiment", "case", "metric", "epoch", "unit", "devices",
+    columns = ["framework", "section", "case", "metric", "epoch", "unit", "devices",
                "label", "machine", "count", "median", "ci_low", "ci_high", "speedup",
                "speedup_low", "speedup_high"]
-    rows = [{"framework": f, "experiment": "hybridize", "case": "mlp_after_hybridize",
+    rows = [{"framework": f, "section": "hybridize", "case": "mlp_after_hybridize",
              "metric": "time", "unit": "s", "label": "MLP, after hybridize()", "machine": m,
              "count": 6, "median": median, "ci_low": median, "ci_high": median,
              "speedup": speedup, "speedup_low": speedup, "speedup_high": speedup}

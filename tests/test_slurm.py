@@ -211,7 +211,7 @@ def test_results_have_the_schema_of_a_local_run(slurm_run, ci_run):
             sorted(p.relative_to(local_in) for p in local_in.rglob("*") if p.is_file()), rule
         run = json.loads((ran_in / "run.json").read_text())
         assert run["status"] == "ok", (rule, run.get("log_tail"))
-        cases = ["experiment", "framework", "case", "metric", "unit"]
+        cases = ["section", "framework", "case", "metric", "unit"]
         ran = pd.read_csv(ran_in / "samples.csv")[cases].drop_duplicates()
         reference = pd.read_csv(local_in / "samples.csv")[cases].drop_duplicates()
         assert sorted(map(tuple, ran.values)) == sorted(map(tuple, reference.values)), rule

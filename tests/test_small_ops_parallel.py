@@ -1,4 +1,4 @@
-"""The small-operations section, run for real in the experiment environment on small draws."""
+"""The small-operations section, run for real in the MXNet environment on small draws."""
 
 import json
 
@@ -25,7 +25,7 @@ def small_ops_run(tmp_path_factory, experiment_python):
 def test_every_repeat_of_every_case_is_a_row_on_cpu0(small_ops_run):
     out, _, _ = small_ops_run
     table = read_rows(out)
-    assert sorted((r["experiment"], r["case"], r["metric"], r["unit"], r["repeat"], r["devices"])
+    assert sorted((r["section"], r["case"], r["metric"], r["unit"], r["repeat"], r["devices"])
                   for r in table) == [("small_ops_parallel", case, "time", "s", str(repeat),
                                        "cpu(0)") for case in sorted(CASES) for repeat in range(2)]
     assert all(float(r["value"]) > 0 for r in table)

@@ -55,7 +55,7 @@ class FakeSampler:
 
 
 def staged(sampler, budget=1000.0, wait=lambda seconds: True, first=4):
-    return stages.run(sampler, first, experiment="hybridize", band=0.05, budget=budget,
+    return stages.run(sampler, first, section="hybridize", band=0.05, budget=budget,
                       threads=2, wait=wait, clock=lambda: sum(c for _, c in sampler.calls)
                       * sampler.seconds)
 
@@ -171,7 +171,7 @@ def test_a_machine_busy_throughout_pools_its_busy_stages_and_stops_waiting():
 
 def test_a_section_without_staged_comparisons_runs_one_stage_busy_or_not():
     sampler = FakeSampler(ratio=0.5, noise=0.02, loads=[BUSY])
-    _, _, record = stages.run(sampler, 2, experiment="multi_gpu_scratch", band=0.05,
+    _, _, record = stages.run(sampler, 2, section="multi_gpu_scratch", band=0.05,
                               budget=100,
                               threads=1, wait=lambda s: True)
     assert sampler.calls == [(0, 2)] and record["stopped"] == stages.NOTHING
@@ -207,7 +207,7 @@ def test_an_overlap_section_stops_on_its_claims_hidden_share_not_on_together_ove
     # together / (a + b) = 0.75 lies far below the band, but the hidden share sits on the
     # claim's 50%: the claim cannot be decided, so the stages measure every planned stage
     sampler = CaseSampler({"cpu_only": 1.0, "gpu_only": 1.0, "cpu_and_gpu": 1.5})
-    _, _, record = stages.run(sampler, 4, experiment="auto_parallelism", band=0.05,
+    _, _, record = stages.run(sampler, 4, section="auto_parallelism", band=0.05,
                               budget=1000, threads=2, wait=lambda s: True,
                               clock=lambda s=sampler: len(s.calls))
     assert record["stopped"] == stages.MAX_STAGES, record["why"]
@@ -222,7 +222,7 @@ def test_a_section_whose_claims_do_not_apply_here_stops_after_its_first_stage():
                           framework="pytorch", execution={
                               "device_kind": "cpu", "queues_work": False,
                               "separate_devices": False})
-    _, _, record = stages.run(sampler, 4, experiment="async_computation", band=0.05,
+    _, _, record = stages.run(sampler, 4, section="async_computation", band=0.05,
                               budget=1000, threads=2, wait=lambda s: True,
                               clock=lambda s=sampler: len(s.calls))
     assert sampler.calls == [(0, 4)] and record["stopped"] == stages.NOTHING
@@ -240,11 +240,11 @@ def test_what_the_stages_call_decided_the_report_shows_decided():
         sampler = CaseSampler({"mlp_before_hybridize": 1.0, "mlp_after_hybridize": 0.9,
                                "mlp_before_hybridize_twin": 1.0}, noise=0.03, offset=0.03,
                               seed=seed)
-        done, pooled, record = stages.run(sampler, 4, experiment="hybridize", band=0.05,
+        done, pooled, record = stages.run(sampler, 4, section="hybridize", band=0.05,
                                           budget=1000, threads=2, wait=lambda s: True,
                                           clock=lambda s=sampler: len(s.calls))
         samples = pd.DataFrame([
-            {"experiment": "hybridize", "framework": "mxnet", "unit": "s", "position": "",
+            {"section": "hybridize", "framework": "mxnet", "unit": "s", "position": "",
              "epoch": None, "devices": "", **row}
             for stage, keep in zip(done, pooled) if keep for row in stage.rows])
         run = {**done[0].records[0], "stages": record}
@@ -283,7 +283,7 @@ def test_the_budget_is_a_validated_config_key():
 SECTION = textwrap.dedent('''\
     import sys
     sys.path.insert(0, {scripts!r})
-    from d2lperf import experiment, steadiness, timing
+    from d2lperf import harness, steadiness, timing
 
     def body(args, rec):
         work = lambda n: lambda: steadiness.probe_work(n)
@@ -293,7 +293,7 @@ SECTION = textwrap.dedent('''\
                                    process=args.process))
 
     if __name__ == "__main__":
-        sys.exit(experiment.main("hybridize", "pytorch", experiment.parser("toy"), body))
+        sys.exit(harness.main("hybridize", "pytorch", harness.parser("toy"), body))
 ''')
 
 

@@ -11,7 +11,7 @@ from conftest import REPO, WORKFLOW_PYTHON
 from d2lperf.results import migrate_run
 from d2lperf.tables import load_reference
 
-HEADER = "experiment,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
+HEADER = "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
 
 
 def section(root, folder, framework, cases, outputs=None):
@@ -21,7 +21,7 @@ def section(root, folder, framework, cases, outputs=None):
             for i, (case, value) in enumerate(cases.items()) for p in range(2) for r in range(3)]
     (out / "samples.csv").write_text(HEADER + "\n".join(rows) + "\n")
     (out / "run.json").write_text(json.dumps({
-        "experiment": "hybridize", "framework": framework, "status": "ok",
+        "section": "hybridize", "framework": framework, "status": "ok",
         "parameters": {"forward_passes": 1000}, "outputs": outputs or {}}))
     return out / "run.json"
 
@@ -91,7 +91,7 @@ def test_an_older_records_not_applicable_text_is_read_as_by_design():
     output as differing by design (read_run's migration, the one place that reads it),
     and it is not compared."""
     old = {"text": "not applicable in PyTorch (forward takes no F): forward saw a Tensor"}
-    migrated = migrate_run({"experiment": "hybridize", "framework": "pytorch", "status": "ok",
+    migrated = migrate_run({"section": "hybridize", "framework": "pytorch", "status": "ok",
                             "format_version": 2, "outputs": {"hybridnet_F_imperative": old,
                                                             "x": {"text": "Tensor"}}})
     assert migrated["outputs"]["hybridnet_F_imperative"]["by_design"] == old["text"]

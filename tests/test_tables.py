@@ -11,7 +11,7 @@ from d2lperf.tables import (
 )
 
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
-HEADER = "experiment,case,metric,unit,repeat,value,epoch,devices\n"
+HEADER = "section,case,metric,unit,repeat,value,epoch,devices\n"
 
 
 def test_valid_samples_load(tmp_path):
@@ -27,7 +27,7 @@ def test_valid_samples_load(tmp_path):
     ("hybridize,mlp,time,s,0,fast,,", "row 3: value"),
     ("hybridize,mlp,speed,s,0,0.1,,", "row 3: metric"),
     ("hybridize,mlp,time,s,-1,0.1,,", "row 3: repeat"),
-    ("Hybridize!,mlp,time,s,0,0.1,,", "row 3: experiment"),
+    ("Hybridize!,mlp,time,s,0,0.1,,", "row 3: section"),
 ])
 def test_bad_sample_rows_name_file_and_row(tmp_path, row, complaint):
     path = tmp_path / "samples.csv"
@@ -76,7 +76,7 @@ def test_output_rules():
         output_matches("x", {"text": "x"}, "fuzzy")
 
 
-NEW_HEADER = ("experiment,framework,case,metric,unit,process,repeat,position,value,epoch,"
+NEW_HEADER = ("section,framework,case,metric,unit,process,repeat,position,value,epoch,"
               "devices\n")
 
 

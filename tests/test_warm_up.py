@@ -169,7 +169,7 @@ def test_pytorch_scratch_warm_up_leaves_no_gradient_and_trains_as_without_it(tor
 def fitting(on, devices, gpus):
     """training.fitting_runs with a stand-in framework: ``gpus`` GPUs, each run's
     devices named as the framework's ``devices`` names them."""
-    from d2lperf.experiment import Skipped
+    from d2lperf.harness import Skipped
     from d2lperf.results import Recorder
 
     def make_devices(kind, count):
@@ -192,6 +192,6 @@ def test_the_runs_that_fit_the_gpus_run_and_the_others_say_why():
                                                               "reason": "needs 2 GPUs, found 1"}})
     assert fitting("gpu", [2, 1], 4) == ([2, 1], ["gpu0", "gpu1"], None)
     assert fitting("cpu", [1, 2], 0) == ([1, 2], ["cpu0", "cpu1"], None)
-    from d2lperf.experiment import Skipped
+    from d2lperf.harness import Skipped
     with pytest.raises(Skipped, match="the framework's own words"):
         fitting("gpu", [1, 2], 0)  # not even the smallest: the framework says why

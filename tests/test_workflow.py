@@ -84,14 +84,14 @@ def test_report_medians_are_those_of_the_raw_samples(ci_run):
         for (case, metric, epoch), group in samples.groupby(["case", "metric", "epoch"],
                                                             dropna=False):
             median = statistics.median(group["value"])
-            row = summary[(summary["experiment"] == section) & (summary["case"] == case)
+            row = summary[(summary["section"] == section) & (summary["case"] == case)
                           & (summary["framework"] == framework)
                           & (summary["metric"] == metric)
                           & ((summary["epoch"] == epoch) | (summary["epoch"].isna()
                                                             & pd.isna(epoch)))]
             assert len(row) >= 1, (section, framework, case, metric, epoch)
             assert row["median"].iloc[0] == pytest.approx(median, rel=1e-12)
-    hybridize = summary[(summary["experiment"] == "hybridize")].dropna(subset=["median"])
+    hybridize = summary[(summary["section"] == "hybridize")].dropna(subset=["median"])
     for median in hybridize["median"]:
         assert f"{median:.4f} s" in page
 
@@ -153,8 +153,8 @@ def test_snakemake_report_zip(ci_run, experiment_python):
 CUDA_ERROR = "RuntimeError: CUDA error: no kernel image is available for execution"
 
 
-def test_failed_experiment_is_reported_with_its_log(tmp_path):
-    """An experiment that crashes (here: every PyTorch section) is shown as failed, with
+def test_failed_section_is_reported_with_its_log(tmp_path):
+    """A section that crashes (here: every PyTorch section) is shown as failed, with
     its log, and the pipeline still produces the report."""
     work = copy_workflow(tmp_path / "wf")
     torch = crashing_python(tmp_path, "torch", CUDA_ERROR)

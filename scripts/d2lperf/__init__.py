@@ -1,8 +1,8 @@
-"""Shared code for the chapter's experiments and the report.
+"""Shared code for the chapter's sections and the report.
 
 One module per concept: ``stats`` (statistics of samples), ``timing`` (the timing
 harness), ``results`` (tidy CSV rows and JSON sidecars), ``machine`` (what machine
-this is), ``experiment`` (the command line every section script shares).
+this is), ``harness`` (the command line every section script shares).
 
 Everything here imports in both environments: the MXNet one (numpy 1.23, no pandas)
 and the workflow one. Nothing here imports MXNet at module level.

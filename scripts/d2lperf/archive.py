@@ -44,7 +44,7 @@ from d2lperf import children
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.machine import MachineIdError, check_machine_id
-from d2lperf.results import RecordError, check_run, newer_format, section_folder
+from d2lperf.results import RecordError, check_run, current_rows, newer_format, section_folder
 from d2lperf.tables import TableError, check_summary_rows, load_samples, summary_schema
 
 FORMAT = 1
@@ -75,7 +75,7 @@ STAGING_PREFIX = ".import-"
 KEPT_SUFFIX = "--kept"
 KEPT_RECORD = "kept-archives.json"  # under results/: what became of each kept archive
 # What the comparison reads of another machine's tables (scripts/compare.py).
-SUMMARY_COLUMNS = ("experiment", "case", "metric", "epoch", "unit", "count", "median",
+SUMMARY_COLUMNS = ("section", "case", "metric", "epoch", "unit", "count", "median",
                    "ci_low", "ci_high", "status")
 VERDICTS_COLUMNS = ("claim", "name", "section", "verdict", "evidence", "rule")
 VERDICTS = (HOLDS, FAILS, UNSURE, NOT_HERE, NA)
@@ -267,12 +267,11 @@ def _rows(members: dict[str, bytes], name: str, required: tuple[str, ...]) -> li
     """A CSV member's rows, after checking its header names every required column."""
     try:
         text = members[name].decode("utf-8")
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        columns = reader.fieldnames or []
+        # an older archive's columns, under the current format's names
+        columns, rows = current_rows(csv.DictReader(io.StringIO(text, newline="")))
         missing = [c for c in required if c not in columns]
         if missing:
             raise ArchiveError(f"{name}: missing column {missing[0]}")
-        rows = list(reader)
     except (UnicodeDecodeError, csv.Error) as error:
         raise ArchiveError(f"{name}: not a readable CSV ({error})") from None
     for number, row in enumerate(rows, start=2):
@@ -296,7 +295,7 @@ def _check_summary(members: dict[str, bytes], machine: str, schema: Path) -> Non
         raise ArchiveError(str(error)) from None
     for row in rows:
         if row["median"]:
-            figures.add(section_folder(row["experiment"], row.get("framework") or DOCUMENTS))
+            figures.add(section_folder(row["section"], row.get("framework") or DOCUMENTS))
     for folder in sorted(figures):
         for raw in ("samples.csv", "run.json"):
             if f"{machine}/{folder}/{raw}" not in members:

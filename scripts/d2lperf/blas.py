@@ -1,4 +1,4 @@
-"""Which BLAS the experiments run on, what kernel it picked, and whether it computes right.
+"""Which BLAS the sections run on, what kernel it picked, and whether it computes right.
 
 The ``mxnet`` wheel bundles its own OpenBLAS (0.3.13, built with OpenMP). A system
 OpenBLAS can be loaded in its place (``LD_PRELOAD``) to answer "is my hardware slow,
@@ -364,7 +364,7 @@ def probe_record(n: int) -> dict[str, Any]:
 
 def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
           products: dict[tuple[str, str], Callable[[Any, Any], Any]] | None = None) -> None:
-    """Refuse the section (experiment.Refused) when one of the framework's matrix
+    """Refuse the section (harness.Refused) when one of the framework's matrix
     products (``probes``) of n x n is off a float64 reference computed without BLAS by more
     than probe_tolerance; record each check, its kernel and the BLAS variables inherited.
     Runs in the process that calls it; a section calls ``probe_apart``. ``products``:

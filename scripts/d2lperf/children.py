@@ -8,7 +8,7 @@ child asks the kernel for SIGKILL when its parent dies (Linux's parent-death sig
 folder is removed on return, exception, SIGTERM, SIGHUP or Ctrl-C, and, after a SIGKILL,
 by the next section that starts (its folder names the dead process).
 
-Standard library only: the experiment environments import it.
+Standard library only: the frameworks' environments import it.
 """
 
 from __future__ import annotations

@@ -106,11 +106,11 @@ def _result(verdict: str, evidence: str, ratio: Ratio | None = None,
     return found
 
 
-def _speed_claim(m: Measurements, experiment: str, fast: str, slow: str, label: str,
+def _speed_claim(m: Measurements, section: str, fast: str, slow: str, label: str,
                  metric: str = "time", epochs: bool = False) -> dict[str, Any]:
-    ratio = m.ratio(experiment, fast, slow, metric, epochs)
+    ratio = m.ratio(section, fast, slow, metric, epochs)
     if ratio is None:
-        return _result(NA, m.missing(experiment) or "the cases were not measured")
+        return _result(NA, m.missing(section) or "the cases were not measured")
     verdict = {stats.FASTER: HOLDS, stats.SLOWER: FAILS, stats.SAME: FAILS}.get(
         ratio.effect, UNSURE)
     speedup = 1 / ratio.value if ratio.value else float("nan")
@@ -167,16 +167,16 @@ def _share(x: np.ndarray) -> np.ndarray:
     return (x[..., 0] + x[..., 1] - x[..., 2]) / np.minimum(x[..., 0], x[..., 1])
 
 
-def _overlap(m: Measurements, experiment: str, a: str, b: str, both: str):
+def _overlap(m: Measurements, section: str, a: str, b: str, both: str):
     """together / (a + b) and the hidden share (a + b - together) / shorter, each with
     its interval: from the spread between processes of the per-process figures (log
     scale for the ratio), or, with one process, from a bootstrap of its samples."""
-    groups = [m.groups(experiment, c) for c in (a, b, both)]
+    groups = [m.groups(section, c) for c in (a, b, both)]
     if any(g is None for g in groups):
         return None
     point = np.array([stats.pooled_median(g) for g in groups])
     figures = stats.process_table(groups)
-    confidence, looks = m.confidence(experiment), m.looks(experiment)
+    confidence, looks = m.confidence(section), m.looks(section)
     if m.exact:
         ratio, hidden = (float(_together(point)),) * 3, (float(_share(point)),) * 3
         tails = (None, None)
@@ -201,10 +201,10 @@ def _overlap_text(ratio: Ratio, hidden: Ratio) -> str:
             f"{hidden.value:.0%} [{hidden.low:.0%}–{hidden.high:.0%}]")
 
 
-def _overlap_claim(m: Measurements, experiment: str, a: str, b: str, both: str):
-    found = _overlap(m, experiment, a, b, both)
+def _overlap_claim(m: Measurements, section: str, a: str, b: str, both: str):
+    found = _overlap(m, section, a, b, both)
     if found is None:
-        return _result(NA, m.missing(experiment) or "not measured")
+        return _result(NA, m.missing(section) or "not measured")
     ratio, hidden = found
     verdict = (HOLDS if hidden.low >= OVERLAP_NEEDED else FAILS if hidden.high < OVERLAP_NEEDED
                else UNSURE)
@@ -243,33 +243,33 @@ def two_devices_speed_up_resnet(m: Measurements):
     return found
 
 
-def _document_rows(reference: pd.DataFrame, experiment: str, case: str,
+def _document_rows(reference: pd.DataFrame, section: str, case: str,
                    prefer: str | None) -> pd.DataFrame:
     """The documents' accuracy figures of a case, from ``prefer`` where it printed any."""
-    rows = reference[(reference["experiment"] == experiment) & (reference["case"] == case)
+    rows = reference[(reference["section"] == section) & (reference["case"] == case)
                      & (reference["metric"] == "accuracy")].dropna(subset=["epoch"])
     if prefer and (rows["document"] == prefer).any():
         rows = rows[rows["document"] == prefer]
     return rows
 
 
-def _accuracy_claim(m: Measurements, experiment: str, reference: pd.DataFrame,
+def _accuracy_claim(m: Measurements, section: str, reference: pd.DataFrame,
                     cases: list[str], *, reaches: bool,
                     prefer: str | None = None) -> dict[str, Any]:
     """``reaches``: holds when the accuracy is at least the document's less the margin
     (a twin, whose training differs); otherwise within the margin either way."""
-    if m.missing(experiment):
-        return _result(NA, m.missing(experiment))
+    if m.missing(section):
+        return _result(NA, m.missing(section))
     notes, verdicts = [], []
     for case in cases:
-        documents = _document_rows(reference, experiment, case, prefer)
+        documents = _document_rows(reference, section, case, prefer)
         if documents.empty:
             continue
         row = documents.loc[documents["epoch"].idxmax()]
         epoch, printed = int(row["epoch"]), float(row["printed"])
-        measured = m.get(experiment, case, "accuracy", epoch)
+        measured = m.get(section, case, "accuracy", epoch)
         if measured is None:
-            last = m.last_epoch(experiment, case, "accuracy")
+            last = m.last_epoch(section, case, "accuracy")
             ran = f"ran {int(last['epoch'])}" if last is not None else "no accuracy"
             notes.append(f"{case}: the document's figure is after epoch {epoch}, this run {ran}")
             continue
@@ -395,7 +395,7 @@ def documents_verdict(claim: Claim, reference: pd.DataFrame,
     alternate runs disagree), its evidence, and the verdict of each alternate run where
     the documents printed several (Linux and Windows 10)."""
     prefer = claim.document
-    mine = reference[reference["experiment"] == claim.section]
+    mine = reference[reference["section"] == claim.section]
     variants = [v for v in alternates(reference) if (mine["variant"] == v).any()] or [None]
     found = []
     for variant in variants:
@@ -424,22 +424,22 @@ def aa_checks(m: Measurements, section: str | None = None) -> list[Verdict]:
     """The A/A pairs (of ``section``, or every one): identical work should read inside
     the band, at the confidence its section's looks had."""
     checks = []
-    for name, experiment, a, b in AA_PAIRS:
-        if section not in (None, experiment):
+    for name, own, a, b in AA_PAIRS:
+        if section not in (None, own):
             continue
-        ratio = m.ratio(experiment, a, b)
+        ratio = m.ratio(own, a, b)
         rule = (f"the same work under two labels; holds when its ratio's interval ({STAGED}) "
                 f"lies wholly inside 1 ± {m.band:g}, does not hold when wholly outside")
-        claim = f"identical work measured side by side ({experiment}: {a} vs {b})"
+        claim = f"identical work measured side by side ({own}: {a} vs {b})"
         if ratio is None:
-            checks.append(Verdict(claim, name, experiment, NA,
-                                  m.missing(experiment) or "not measured", rule, "check",
+            checks.append(Verdict(claim, name, own, NA,
+                                  m.missing(own) or "not measured", rule, "check",
                                   identical_work=True))
             continue
         verdict = {stats.SAME: HOLDS, stats.UNSURE: UNSURE}.get(ratio.effect, FAILS)
         apart = abs(ratio.value - 1)
         checks.append(Verdict(
-            claim, name, experiment, verdict,
+            claim, name, own, verdict,
             f"identical work measured {apart:.1%} apart: {ratio.text(f'{a}/{b}')}", rule,
             "check", effect=ratio.effect, ratio=ratio.value, ratio_low=ratio.low,
             ratio_high=ratio.high, identical_work=True))
@@ -452,7 +452,7 @@ def first_position_ratios(samples: pd.DataFrame) -> list[float]:
     import pandas as pd
     compared = samples[pd.to_numeric(samples.get("position"), errors="coerce").notna()]
     ratios = []
-    for _, process in compared.groupby(["framework", "experiment", "process"]):
+    for _, process in compared.groupby(["framework", "section", "process"]):
         position = pd.to_numeric(process["position"])
         leads = process[(process["repeat"] == 0) & (position == 0)]
         for case in leads["case"].unique():
@@ -537,11 +537,11 @@ def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.
             f"same epoch less {ACCURACY_MARGIN}" if reaches else
             f"holds when every measured accuracy is within ±{ACCURACY_MARGIN} of the "
             "document's figure for the same epoch")
-    for name, experiment, cases, prefer, _ in ACCURACY_CLAIMS:
+    for name, section, cases, prefer, _ in ACCURACY_CLAIMS:
         verdicts.append(Verdict(
-            ACCURACY_TEXT, name, experiment, rule=rule, applies=where_words(EVERYWHERE),
+            ACCURACY_TEXT, name, section, rule=rule, applies=where_words(EVERYWHERE),
             document_verdict=NA, document_evidence="the documents' figures are the reference",
-            **_accuracy_claim(m, experiment, reference, cases, reaches=reaches,
+            **_accuracy_claim(m, section, reference, cases, reaches=reaches,
                               prefer=prefer)))
     for verdict in verdicts:
         verdict.framework = framework

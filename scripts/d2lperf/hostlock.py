@@ -7,7 +7,7 @@ one fixed file of the host for as long as it runs, so a second timing waits for 
 and says in its log that it waits. The lock goes with the process: a killed one never
 leaves it held. Inside a SLURM job the scheduler decides what shares a node, so no lock.
 
-Standard library only: the experiment environments import it.
+Standard library only: the frameworks' environments import it.
 """
 
 from __future__ import annotations

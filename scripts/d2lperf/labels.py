@@ -14,7 +14,7 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("experiment", "case", "metric", "label")
+COLUMNS = ("section", "case", "metric", "label")
 
 
 class Labels:
@@ -32,11 +32,11 @@ class Labels:
         with open(path, newline="", encoding="utf-8") as handle:
             return cls(list(csv.DictReader(handle)))
 
-    def __call__(self, experiment: str, case: str, metric: str,
+    def __call__(self, section: str, case: str, metric: str,
                  epoch: Any = None) -> str | None:
         """The label of one case, or None when labels.csv has none for it."""
         for row in self.rows:
-            if (row["experiment"] != experiment or row["metric"] != metric
+            if (row["section"] != section or row["metric"] != metric
                     or not fnmatch.fnmatchcase(case, row["case"])):
                 continue
             per_epoch = "{epoch}" in row["label"]

@@ -83,11 +83,11 @@ class Measurements:
         self._setup(found, measured.to_dict("records"), runs, band, exact)
 
     @classmethod
-    def from_rows(cls, rows: list[dict[str, Any]], experiment: str,
+    def from_rows(cls, rows: list[dict[str, Any]], section: str,
                   runs: dict[str, dict[str, Any]], band: float) -> Measurements:
         """A section's own rows (as its CSV holds them: strings, an empty epoch) before
         any summary: what the stages decide on, by the report's own claims."""
-        found = [{**row, "experiment": experiment, "metric": row.get("metric") or "time",
+        found = [{**row, "section": section, "metric": row.get("metric") or "time",
                   "value": float(row["value"]),
                   "_epoch": row.get("epoch") not in (None, "")}
                  for row in rows if row.get("value") not in (None, "")]
@@ -102,66 +102,66 @@ class Measurements:
         for r in samples:
             if r["process"] in (None, "") or r["process"] != r["process"]:
                 continue
-            self.index.setdefault((r["experiment"], r["case"], r["metric"]), []).append(
+            self.index.setdefault((r["section"], r["case"], r["metric"]), []).append(
                 (int(r["process"]), float(r["value"]), bool(r["_epoch"])))
         self.rows = {
-            (r["experiment"], r["case"], r["metric"], int(r["epoch"]) if r["_epoch"] else None): r
+            (r["section"], r["case"], r["metric"], int(r["epoch"]) if r["_epoch"] else None): r
             for r in summary
         }
 
-    def get(self, experiment: str, case: str, metric: str = "time", epoch: int | None = None):
-        return self.rows.get((experiment, case, metric, epoch))
+    def get(self, section: str, case: str, metric: str = "time", epoch: int | None = None):
+        return self.rows.get((section, case, metric, epoch))
 
-    def last_epoch(self, experiment: str, case: str, metric: str):
-        epochs = [k[3] for k in self.rows if k[:3] == (experiment, case, metric) and k[3]]
-        return self.get(experiment, case, metric, max(epochs)) if epochs else None
+    def last_epoch(self, section: str, case: str, metric: str):
+        epochs = [k[3] for k in self.rows if k[:3] == (section, case, metric) and k[3]]
+        return self.get(section, case, metric, max(epochs)) if epochs else None
 
-    def groups(self, experiment: str, case: str, metric: str = "time",
+    def groups(self, section: str, case: str, metric: str = "time",
                epochs: bool = False) -> dict[int, list[float]] | None:
         """A case's raw samples by process; epoch times when ``epochs``."""
         found: dict[int, list[float]] = {}
-        for process, value, has_epoch in self.index.get((experiment, case, metric), []):
+        for process, value, has_epoch in self.index.get((section, case, metric), []):
             # the documents print either epochs or their mean: either does
             if self.exact or has_epoch == epochs:
                 if value == value:
                     found.setdefault(process, []).append(value)
         return dict(sorted(found.items())) or None
 
-    def staged(self, experiment: str) -> dict[str, Any]:
-        return (self.runs.get(experiment) or {}).get("stages") or {}
+    def staged(self, section: str) -> dict[str, Any]:
+        return (self.runs.get(section) or {}).get("stages") or {}
 
-    def confidence(self, experiment: str) -> float:
+    def confidence(self, section: str) -> float:
         """The confidence a section's intervals are judged at: each look's, where it was
         measured in stages, else ``stats.CONFIDENCE``."""
-        return float(self.staged(experiment).get("confidence_per_look") or stats.CONFIDENCE)
+        return float(self.staged(section).get("confidence_per_look") or stats.CONFIDENCE)
 
-    def looks(self, experiment: str) -> int:
+    def looks(self, section: str) -> int:
         """How many looks the section's stages planned (1 where it was not staged)."""
-        return int(self.staged(experiment).get("looks_planned") or 1)
+        return int(self.staged(section).get("looks_planned") or 1)
 
-    def missing(self, experiment: str) -> str | None:
+    def missing(self, section: str) -> str | None:
         """Why a section has no figures here, or None when it has them."""
-        run = self.runs.get(experiment)
+        run = self.runs.get(section)
         if run is None:
-            return f"{experiment} did not run"
+            return f"{section} did not run"
         if run.get("status") in ("skipped", "refused"):
-            return f"{experiment} was skipped: {run.get('reason')}"
+            return f"{section} was skipped: {run.get('reason')}"
         if run.get("status") == "failed":
-            return f"{experiment} failed (see its log)"
+            return f"{section} failed (see its log)"
         return None
 
     def decidable(self, *groups: dict[int, list[float]]) -> bool:
         return self.exact or min(map(count, groups)) >= MIN_SAMPLES
 
-    def ratio(self, experiment: str, a: str, b: str, metric: str = "time",
+    def ratio(self, section: str, a: str, b: str, metric: str = "time",
               epochs: bool = False) -> Ratio | None:
-        ga, gb = (self.groups(experiment, c, metric, epochs) for c in (a, b))
+        ga, gb = (self.groups(section, c, metric, epochs) for c in (a, b))
         if ga is None or gb is None:
             return None
         if self.exact:
             value = stats.pooled_median(ga) / stats.pooled_median(gb)
             return Ratio(value, value, value, stats.classify(value, value, self.band))
-        confidence = self.confidence(experiment)
+        confidence = self.confidence(section)
         estimate = stats.log_ratio_estimate(ga, gb)
         replicates = None
         if estimate is not None:
@@ -172,7 +172,7 @@ class Measurements:
         effect = stats.classify(low, high, self.band) if self.decidable(ga, gb) \
             else stats.UNSURE
         return Ratio(value, low, high, effect, tail_of(estimate, replicates),
-                     self.looks(experiment))
+                     self.looks(section))
 
     @property
     def edges(self) -> tuple[float, float]:
@@ -186,7 +186,7 @@ def count(groups: dict[int, list[float]]) -> int:
 def alternates(reference: pd.DataFrame) -> list[str]:
     """Variants that are alternate runs of the same figures (Linux, Windows 10), not a
     name of the devices: the same document, case and epoch printed more than once."""
-    key = ["document", "experiment", "case", "metric", "epoch"]
+    key = ["document", "section", "case", "metric", "epoch"]
     figures = reference[reference["metric"] != "output"]
     repeated = figures[figures.duplicated(key, keep=False)]
     return list(dict.fromkeys(repeated["variant"].dropna()))
@@ -203,15 +203,15 @@ def document_figures(reference: pd.DataFrame, band: float, variant: str | None =
     if prefer:
         figures["_rank"] = (figures["document"] != prefer).astype(int)
         figures = figures.sort_values("_rank", kind="stable")
-    figures = figures.drop_duplicates(["experiment", "case", "metric", "epoch"])
+    figures = figures.drop_duplicates(["section", "case", "metric", "epoch"])
     # a per-epoch figure and a mean of epochs: keep the mean where a document printed one
     means = set(figures[figures["epoch"].isna()]["case"])
     figures = figures[figures["epoch"].isna() | ~figures["case"].isin(means)]
     samples = pd.DataFrame({
-        "experiment": figures["experiment"], "case": figures["case"],
+        "section": figures["section"], "case": figures["case"],
         "metric": figures["metric"], "process": 0, "repeat": 0,
         "value": pd.to_numeric(figures["printed"], errors="coerce"),
         "epoch": figures["epoch"], "devices": figures["variant"].fillna("")})
     summary = samples.rename(columns={"value": "median"})
-    runs = {e: {"status": "ok"} for e in reference["experiment"].unique()}
+    runs = {e: {"status": "ok"} for e in reference["section"].unique()}
     return Measurements(samples.dropna(subset=["value"]), summary, runs, band, exact=True)

@@ -28,7 +28,7 @@ from typing import Any
 
 import psutil
 
-from d2lperf import arguments, children, experiment, provenance
+from d2lperf import arguments, children, harness, provenance
 from d2lperf.arguments import non_negative_int, positive_int
 from d2lperf.results import Recorder, read_json, write_json
 from d2lperf.stats import Stats
@@ -136,7 +136,7 @@ Runs = dict[str, list[dict[str, Any]]]
 def main(framework: str, description: str, body: Callable[[argparse.Namespace, Recorder], None],
          train: Callable[[str, argparse.Namespace], dict[str, Any]],
          add_workload: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
-    """A twin's entry point: the section (``body``, through experiment.main), or, with
+    """A twin's entry point: the section (``body``, through harness.main), or, with
     ``--child MODE`` (``run_modes`` starts it), one run of one mode in this fresh process,
     its figures (``train``) written to ``--result``. ``add_workload``: the workload
     options, a twin's own added (default: ``add_workload_options``)."""
@@ -146,7 +146,7 @@ def main(framework: str, description: str, body: Callable[[argparse.Namespace, R
         p = arguments.parser(description, repeated=False)
         add_workload(p)
         add_process_options(p)
-        return experiment.main("async_memory", framework, p, body)
+        return harness.main("async_memory", framework, p, body)
     p = argparse.ArgumentParser(description="one run of one mode (used by this script itself)")
     p.add_argument("--child", choices=MODES, required=True)
     p.add_argument("--result", required=True, help="JSON file for the run's figures")

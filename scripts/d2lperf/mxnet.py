@@ -4,7 +4,7 @@ The counterpart of ``d2lperf/torch.py``, with the same names where they mean the
 thing (``devices``, ``names``, ``load_fashion_mnist``, ``load_data``,
 ``evaluate_accuracy``, ``build_info``), as d2l keeps ``d2l/mxnet.py`` beside
 ``d2l/torch.py``. MXNet is imported inside the functions, so that the thread counts
-are pinned before it loads (``d2lperf.experiment.main``).
+are pinned before it loads (``d2lperf.harness.main``).
 
 Devices (docs/design.md, "GPUs when present"): sections written for GPUs run on GPUs when
 the machine has enough that MXNet has code for, and are skipped with the reason when it does not

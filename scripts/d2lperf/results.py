@@ -1,4 +1,4 @@
-"""Tidy result rows, printed outputs and the JSON sidecar of one experiment run.
+"""Tidy result rows, printed outputs and the JSON sidecar of one section run.
 
 One CSV row per measured sample (docs/design.md, "Tidy results, every sample kept");
 statistics are computed downstream from the raw rows, never stored instead of them. Files
@@ -21,19 +21,40 @@ from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS, rule_name
 from d2lperf.timing import Sample
 
-COLUMNS = ("experiment", "framework", "case", "metric", "unit", "process", "repeat", "position",
+COLUMNS = ("section", "framework", "case", "metric", "unit", "process", "repeat", "position",
            "value", "epoch", "devices", "format_version")
 
 
 # The run record's format. 1: no format_version, and a record without a framework is the
 # documents' framework's (written before there were two). 2: format_version, and the
-# framework always named. 3: what a skipped section needs in a field of its own
-# (``needs``), each training run not run as {devices, reason, needs}, and an output that
+# framework always named. 3: a section is called a section (``section``, which older
+# records called ``experiment``), what a skipped section needs is a field of its own
+# (``needs``), each training run not run is {devices, reason, needs}, and an output that
 # differs by framework design says so in its ``by_design`` field. The samples.csv beside
 # a run record has that record's format.
 FORMAT_VERSION = 3
 # The tables (samples.csv and the summaries made from them) carry it in a column of
-# their own from format 3; a table without one is older, and reads the same.
+# their own from format 3; a table without one is older (``older_columns``).
+
+
+def older_columns(columns: Iterable[str]) -> dict[str, str]:
+    """The renames that bring an older table's columns to the current format: before 3,
+    a table named the section ``experiment`` and the documents' heading ``section`` (a
+    table with a format_version column is of 3 or later, one without an ``experiment``
+    column had neither name: the verdicts, whose ``section`` was the section already)."""
+    columns = list(columns)
+    if "format_version" in columns or "experiment" not in columns:
+        return {}
+    return {old: new for old, new in (("section", "heading"), ("experiment", "section"))
+            if old in columns}
+
+
+def current_rows(reader: csv.DictReader) -> tuple[list[str], list[dict[str, Any]]]:
+    """A CSV table's columns and rows (csv.DictReader's), named as the current format
+    names them (``older_columns``)."""
+    renames = older_columns(reader.fieldnames or [])
+    return ([renames.get(c, c) for c in reader.fieldnames or []],
+            [{renames.get(k, k): v for k, v in row.items()} for row in reader])
 
 
 def newer_format(version: Any) -> str | None:
@@ -63,6 +84,8 @@ def migrate_run(record: Mapping[str, Any]) -> dict[str, Any]:
     if version < 2:
         migrated["framework"] = record.get("framework") or DOCUMENTS
     if version < 3:
+        if "experiment" in migrated:  # format 3 calls a section a section
+            migrated["section"] = migrated.pop("experiment")
         migrated.update(_fields_from_older_words(migrated))
     migrated["format_version"] = FORMAT_VERSION
     return migrated
@@ -103,22 +126,22 @@ def _fields_from_older_words(record: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def section_folder(experiment: str, framework: str = DOCUMENTS) -> str:
+def section_folder(section: str, framework: str = DOCUMENTS) -> str:
     """The folder of one section's run under results/<machine>/, named like its rule."""
-    return rule_name(experiment, framework)
+    return rule_name(section, framework)
 
 
 class Recorder:
-    """Collects one experiment's samples, printed outputs and artifacts as it runs.
+    """Collects one section's samples, printed outputs and artifacts as it runs.
 
     ``process`` is the index of this process among the fresh processes a section
     runs in (docs/design.md, "Measured side by side"); every row carries it.
     """
 
-    def __init__(self, experiment: str, framework: str = DOCUMENTS, process: int = 0) -> None:
+    def __init__(self, section: str, framework: str = DOCUMENTS, process: int = 0) -> None:
         if framework not in FRAMEWORKS:
             raise ValueError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
-        self.experiment = experiment
+        self.section = section
         self.framework = framework
         self.process = process
         self.rows: list[dict[str, Any]] = []
@@ -152,7 +175,7 @@ class Recorder:
     def _row(self, case: str, metric: str, unit: str, repeat: int, position: int | str,
              value: float, epoch: int | None, devices: str | None) -> None:
         self.rows.append({
-            "experiment": self.experiment,
+            "section": self.section,
             "framework": self.framework,
             "case": case,
             "metric": metric,
@@ -230,10 +253,10 @@ def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = S
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "the record"
         raise RecordError(f"{name}: not a run record: {where}: {error.message}")
-    own = section_folder(record["experiment"], record.get("framework") or DOCUMENTS)
+    own = section_folder(record["section"], record.get("framework") or DOCUMENTS)
     if own != folder:
-        raise RecordError(f"{name}: the run record of {own} (experiment "
-                          f"{record['experiment']!r}, framework "
+        raise RecordError(f"{name}: the run record of {own} (section "
+                          f"{record['section']!r}, framework "
                           f"{record.get('framework') or DOCUMENTS!r}), not of {folder}")
 
 
@@ -249,11 +272,13 @@ def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str,
         raise RecordError(f"{path}: not JSON (cut short or corrupt?): {error}") from None
     except OSError as error:
         raise RecordError(f"{path}: cannot be read: {error.strerror}") from None
+    if isinstance(record, dict):  # brought to the current format, then checked as such
+        try:
+            record = migrate_run(record)
+        except ValueError as error:
+            raise RecordError(f"{path}: {error}") from None
     check_run(record, str(path), Path(path).parent.name, schema_folder)
-    try:
-        return migrate_run(record)
-    except ValueError as error:
-        raise RecordError(f"{path}: {error}") from None
+    return record
 
 
 def report(samples: Iterable[Sample], what: str = "") -> None:

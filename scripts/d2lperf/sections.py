@@ -26,7 +26,7 @@ WARMUP = {"$ref": "#/$defs/warmup"}
 SIZE = {"$ref": "#/$defs/size"}
 SEED = {"type": "integer", "minimum": 0}
 TRAINING = {"$ref": "#/$defs/training"}
-# The options every side-by-side timing takes (experiment.parser's "timing" group).
+# The options every side-by-side timing takes (harness.parser's "timing" group).
 BUDGET = {"$ref": "#/$defs/budget_seconds"}
 REPEATED = {"warmup": WARMUP, "repeats": COUNT, "processes": COUNT, "budget_seconds": BUDGET,
             "seed": SEED}
@@ -56,7 +56,7 @@ class Section:
     ``options`` is the JSON schema of its preset entry: a mapping of property schemas
     (or a whole schema, as ``TRAINING``); ``required`` the keys every preset must set.
     ``document_options``: the workload options with the document's values, which both
-    twins' command lines take as defaults (``experiment.parser(section=...)``);
+    twins' command lines take as defaults (``harness.parser(section=...)``);
     ``document_runs``: a training section's calls of the documents' ``train(num_gpus,
     batch_size, lr)`` and epochs, the defaults of ``training.parser``.
     ``framework_options``: preset keys that only one framework's script takes.
@@ -233,7 +233,7 @@ TIMING_CPUS = 2
 # or GPUs while it times.
 EXCLUSIVE = "'--exclusive'"
 
-CSV_COLUMNS = ("experiment", "document", "heading", "title")
+CSV_COLUMNS = ("section", "document", "heading", "title")
 
 
 def names() -> list[str]:

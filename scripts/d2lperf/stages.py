@@ -81,7 +81,7 @@ def sections() -> set[str]:
     return {c.section for c in claims.CLAIMS} | {pair[1] for pair in claims.AA_PAIRS}
 
 
-def look(rows: Sequence[dict[str, Any]], experiment: str, run: dict[str, Any], band: float,
+def look(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any], band: float,
          confidence: float, looks: int) -> list[dict[str, Any]]:
     """The section's claims and A/A checks that apply and were measured, judged on
     ``rows`` by ``claims.decide`` as the report will judge them: at ``confidence``, the
@@ -89,10 +89,10 @@ def look(rows: Sequence[dict[str, Any]], experiment: str, run: dict[str, Any], b
     that applies to this framework where ``run`` ran."""
     framework = run["framework"]
     staged = {**run, "stages": {"confidence_per_look": confidence, "looks_planned": looks}}
-    m = Measurements.from_rows(list(rows), experiment, {experiment: staged}, band)
-    own = {c.name for c in claims.CLAIMS if c.section == experiment}
+    m = Measurements.from_rows(list(rows), section, {section: staged}, band)
+    own = {c.name for c in claims.CLAIMS if c.section == section}
     unseen = len(set(claims.applying_claims(framework, run)) - own)
-    found = claims.to_decide(claims.decide(m, framework, experiment, unseen))
+    found = claims.to_decide(claims.decide(m, framework, section, unseen))
     return [{"question": v.name, "kind": v.kind, "verdict": v.verdict, "effect": v.effect,
              "ratio": v.ratio, "low": v.ratio_low, "high": v.ratio_high,
              "p_value": v.p_value, "decided": v.verdict != claims.UNSURE} for v in found]
@@ -109,7 +109,7 @@ class Stage:
     probe_s: float | None = None
 
 
-def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band: float,
+def run(spawn: Callable[[int, int], Stage], first: int, *, section: str, band: float,
         budget: float, threads: int, probe_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         wait: Callable[[float], bool] | None = None) -> tuple[list[Stage], list[bool],
@@ -120,7 +120,7 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band
     record of how it went (``stages`` in run.json). ``wait(seconds)`` waits for the
     machine to quieten and says whether it did."""
     wait = wait or wait_for_quiet
-    questions = experiment in sections()
+    questions = section in sections()
     sizes = plan(first)
     confidence = look_confidence(len(sizes))
     started = clock()
@@ -162,7 +162,7 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, experiment: str, band
             break
         pooled = _pool(history)
         rows = [row for s, keep in zip(done, pooled) if keep for row in s.rows]
-        answers = look(rows, experiment, done[0].records[0], band, confidence, len(sizes))
+        answers = look(rows, section, done[0].records[0], band, confidence, len(sizes))
         history[-1]["look"] = answers
         waited_for = [a for a in answers if a["kind"] == "claim"]
         if not waited_for:

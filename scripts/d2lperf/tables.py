@@ -17,14 +17,14 @@ import pandas as pd
 import yaml
 
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
-from d2lperf.results import FORMAT_VERSION, newer_format
+from d2lperf.results import FORMAT_VERSION, newer_format, older_columns
 from d2lperf.stats import Stats
 
 # A measurement is named by KEY; a document figure by REFERENCE_KEY (the same
 # measurement may be printed by two documents, or for two platforms).
-KEY = ["experiment", "case", "metric", "epoch"]
+KEY = ["section", "case", "metric", "epoch"]
 REFERENCE_KEY = ["document", "variant", *KEY]
-SAMPLE_GROUP = ["framework", "experiment", "case", "metric", "unit", "epoch", "devices"]
+SAMPLE_GROUP = ["framework", "section", "case", "metric", "unit", "epoch", "devices"]
 # Tables written before a section ran in several processes or frameworks: MXNet, one process.
 SAMPLE_DEFAULTS = {"framework": DOCUMENTS, "process": "0", "position": "",
                    "format_version": ""}
@@ -85,13 +85,21 @@ def check_summary_rows(rows: list[dict[str, str]], name: str, validator) -> None
                                  "the figures do not hold their median")
 
 
+def read_table(path: str | Path, **options: Any) -> pd.DataFrame:
+    """A table of results (samples, summary, outputs, verdicts) as pandas reads it
+    (``options``: read_csv's), its columns named as the current format names them,
+    whatever format it was written in (``results.older_columns``)."""
+    frame = pd.read_csv(path, **options)
+    return frame.rename(columns=older_columns(frame.columns))
+
+
 def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
     """Read one samples.csv and check every row; row numbers count the header as row 1."""
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     schema["properties"]["framework"]["enum"] = list(FRAMEWORKS)  # the registry's names
     validator = jsonschema.Draft202012Validator(schema)
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+        raw = read_table(path, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise TableError(f"{path}: not a readable CSV: {error}") from None
     rows = []
@@ -123,7 +131,7 @@ def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
 
 
 def load_reference(path: str | Path) -> pd.DataFrame:
-    """The documents' printed figures; one row per (experiment, case, metric, epoch)."""
+    """The documents' printed figures; one row per (section, case, metric, epoch)."""
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     first_row: dict[tuple[str, ...], int] = {}
     for index, key in enumerate(frame[REFERENCE_KEY].itertuples(index=False, name=None)):

@@ -32,14 +32,14 @@ def record_rate(rec: Any, case: str, amount: float, unit: str, seconds: list[flo
     print(f"{case}: median {Stats(rates).median:.1f} {unit} on {devices}", flush=True)
 
 
-def work(experiment: str, case: str, parameters: dict[str, Any]) -> tuple[float, str] | None:
+def work(section: str, case: str, parameters: dict[str, Any]) -> tuple[float, str] | None:
     """(amount, "GFLOP" or "GB") that one sample of this case performs, where known."""
-    if experiment == "async_computation":
+    if section == "async_computation":
         n = parameters["size"]
         dots = {"dot_wait_to_read": 1, "dot_asnumpy": 1, "dot_asscalar": 1, "dot_waitall": 2}
         if case in dots:
             return dot_gflop(n, dots[case]), "GFLOP"
-    if experiment == "auto_parallelism":
+    if section == "auto_parallelism":
         dots = parameters["dots"]
         if case == "cpu_only":
             return dot_gflop(parameters["cpu_size"], dots), "GFLOP"

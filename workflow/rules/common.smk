@@ -107,7 +107,7 @@ PRESET = config["presets"][config["preset"]]
 AVAILABLE_CORES = (
     len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 )
-# Refused, not capped: a timing with more threads than cores is a different experiment.
+# Refused, not capped: a timing with more threads than cores is a different section.
 # A cluster submitter's own cores say nothing of the nodes': each job checks its own.
 if workflow.local_exec or workflow.remote_exec:
     try:
@@ -160,11 +160,11 @@ MACHINE_LOCK = 100
 # The chapter's sections, in the documents' order, and what each needs: one table,
 # d2lperf.sections, that the presets' schema, the plots and the report read too.
 # `sections` in the config runs some of them only (the report shows those that ran).
-EXPERIMENTS = [s for s in SECTION_TABLE.names() if s in config.get("sections", [s])]
+SECTIONS = [s for s in SECTION_TABLE.names() if s in config.get("sections", [s])]
 # One job per section per framework that has it, in the documents' order.
 JOBS = [
     (section, framework)
-    for section in EXPERIMENTS
+    for section in SECTIONS
     for framework in FRAMEWORKS
     if SECTION_TABLE.SECTIONS[section].has(framework)
 ]
@@ -175,24 +175,24 @@ def job_folder(section, framework):
     return f"{RESULTS}/{rule_name(section, framework)}"
 
 
-def experiment_paths(section, framework=DOCUMENTS):
+def section_paths(section, framework=DOCUMENTS):
     folder = job_folder(section, framework)
     return {"csv": f"{folder}/samples.csv", "sidecar": f"{folder}/run.json"}
 
 
-def experiment_outputs(section, framework=DOCUMENTS):
+def section_outputs(section, framework=DOCUMENTS):
     """A section's raw results, flagged update(): Snakemake neither deletes them before a
     re-run nor on Ctrl-C (it backs them up, restores them if the job fails), and the
     scripts replace them atomically when they finish, so an interrupted re-run keeps the
     previous results; the next run re-runs it (rerun-incomplete, in the profiles)."""
     return {
-        key: update(path) for key, path in experiment_paths(section, framework).items()
+        key: update(path) for key, path in section_paths(section, framework).items()
     }
 
 
 # What the aggregation rules read: every job's raw samples and run record.
-SAMPLE_TABLES = [experiment_paths(s, f)["csv"] for s, f in JOBS]
-RUN_RECORDS = [experiment_paths(s, f)["sidecar"] for s, f in JOBS]
+SAMPLE_TABLES = [section_paths(s, f)["csv"] for s, f in JOBS]
+RUN_RECORDS = [section_paths(s, f)["sidecar"] for s, f in JOBS]
 
 
 def device_kind(section):

@@ -46,7 +46,7 @@ rule plots:
         samples=SAMPLE_TABLES,
     output:
         report(
-            expand(f"{RESULTS}/plots/{{section}}.svg", section=EXPERIMENTS),
+            expand(f"{RESULTS}/plots/{{section}}.svg", section=SECTIONS),
             caption="../../report/captions/plots.rst",
             category="Plots",
         ),

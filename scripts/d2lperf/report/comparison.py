@@ -30,8 +30,8 @@ def comparison(args: argparse.Namespace,
                       key=lambda m: (m != (baseline.iloc[0] if len(baseline) else m), m))
     table = table.astype(object).where(table.notna(), None)
     rows = []
-    for (framework, _experiment, case, metric), group in table.groupby(
-            ["framework", "experiment", "case", "metric"], sort=False):
+    for (framework, _section, case, metric), group in table.groupby(
+            ["framework", "section", "case", "metric"], sort=False):
         cells = {r["machine"]: r for r in group.to_dict("records")}
         first = group.iloc[0]
         label = first.get("label") or case

@@ -14,7 +14,7 @@ from d2lperf.workloads import AT_LIMIT
 
 def figure_key(row: Row) -> tuple:
     """What makes one figure: a summary row per framework shares it with the document's."""
-    return (row["experiment"], row["case"], row["metric"], row.get("epoch"),
+    return (row["section"], row["case"], row["metric"], row.get("epoch"),
             row.get("document"), row.get("variant"))
 
 
@@ -26,9 +26,9 @@ def side_by_side(summary: Iterable[Row], frameworks: list[str], labels: Labels) 
         key = figure_key(r)
         if key not in rows:
             extra = r.get("document_printed") is None
-            label = r.get("label") if not extra else labels(r["experiment"], r["case"],
+            label = r.get("label") if not extra else labels(r["section"], r["case"],
                                                            r["metric"], r.get("epoch"))
-            rows[key] = {"key": key, "experiment": r["experiment"], "case": r["case"],
+            rows[key] = {"key": key, "section": r["section"], "case": r["case"],
                          "metric": r["metric"], "epoch": r.get("epoch"),
                          "extra": extra, "labelled": label is not None,
                          "label": label or f"{r['case']} ({r['metric']})",
@@ -83,10 +83,10 @@ def outputs_side_by_side(outputs: Iterable[Row], frameworks: list[str],
     output summarise labelled with its bare case name takes its label from labels.csv."""
     rows: dict[tuple, Row] = {}
     for o in outputs:
-        key = (o["experiment"], o["case"])
+        key = (o["section"], o["case"])
         label = o.get("label") if o.get("label") not in (None, o["case"]) else labels(
-            o["experiment"], o["case"], "output")
-        row = rows.setdefault(key, {"experiment": o["experiment"], "case": o["case"],
+            o["section"], o["case"], "output")
+        row = rows.setdefault(key, {"section": o["section"], "case": o["case"],
                                     "label": label or o["case"], "labelled": bool(label),
                                     "document_printed": o.get("document_printed"),
                                     "extra": o.get("document_printed") is None, "cells": {}})

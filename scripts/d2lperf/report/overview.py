@@ -25,13 +25,13 @@ def overview_rows(figures: list[Row], frameworks: list[str]) -> list[Row]:
              and r["document_value"]]
     keep: dict[tuple, Row] = {}
     for r in timed:
-        group = (r["experiment"], r["case"], r["document"], r["variant"],
+        group = (r["section"], r["case"], r["document"], r["variant"],
                  r["epoch"] is None)
         measured = any(c["measured"] for c in r["cells"])
         best = keep.get(group)
         if best is None or (measured, r["epoch"] or 0) >= (best["_measured"], best["epoch"] or 0):
             keep[group] = {**r, "_measured": measured}
-    return [r for r in timed if keep[(r["experiment"], r["case"], r["document"], r["variant"],
+    return [r for r in timed if keep[(r["section"], r["case"], r["document"], r["variant"],
                                       r["epoch"] is None)]["key"] == r["key"]]
 
 
@@ -57,7 +57,7 @@ def overview(figures: list[Row], summary: list[Row], frameworks: list[str],
                           "low": low / doc if low else None, "high": high / doc if high else None,
                           "at_limit": bool(share and share >= AT_LIMIT)})
         label = r["label"] + (f" ({r['variant']})" if r["variant"] else "")
-        rows.append({"experiment": r["experiment"], "label": label, "marks": marks})
+        rows.append({"section": r["section"], "label": label, "marks": marks})
     if not rows:
         return None
     values = [v for row in rows for m in row["marks"] if m
@@ -86,8 +86,8 @@ def overview_svg(rows: list[Row], frameworks: list[str], titles: dict[str, Row],
     y = g["top"]
     last = None
     for row in rows:
-        if row["experiment"] != last:
-            last = row["experiment"]
+        if row["section"] != last:
+            last = row["section"]
             y += g["group"]
             title = titles.get(last, {}).get("title", last)
             parts.append(f'<text x="4" y="{y:.0f}" class="ov-group">{escape(title)}</text>')

@@ -113,7 +113,7 @@ def stacks(machine: Row, runs: dict[tuple[str, str], Row]) -> dict[str, dict[str
 
 def ceiling_kernels(runs: dict[tuple[str, str], Row]) -> dict[str, str]:
     """Which library and kernel reached each ceiling, from both ceilings sections."""
-    return {case: kernel for (_, experiment), run in runs.items() if experiment == "ceilings"
+    return {case: kernel for (_, section), run in runs.items() if section == "ceilings"
             for case, kernel in ((run or {}).get("notes") or {}).get("kernels", {}).items()}
 
 
@@ -123,7 +123,7 @@ def ceilings_text(summary: list[Row], runs: dict[tuple[str, str], Row] | None = 
     of the CPU's theoretical peak (a range: the FMA pipes cannot be read), and the peak."""
     kernels = ceiling_kernels(runs or {})
     peak = ((machine or {}).get("cpu") or {}).get("peak_float32")
-    rates = sorted((r for r in summary if r["experiment"] == "ceilings"
+    rates = sorted((r for r in summary if r["section"] == "ceilings"
                     and r["metric"] == "rate" and r["median"] is not None),
                    key=lambda r: (r["unit"], -r["median"]))
     parts = []
@@ -148,7 +148,7 @@ def forced_kernel_ratios(comparison_csv: Path | None, machine_id: str) -> list[s
     table = pd.read_csv(comparison_csv)
     if "framework" not in table:
         table = table.assign(framework=DOCUMENTS)
-    dots = table[(table["framework"] == "mxnet") & (table["experiment"] == "ceilings")
+    dots = table[(table["framework"] == "mxnet") & (table["section"] == "ceilings")
                  & (table["metric"] == "rate") & table["case"].str.startswith("mxnet_dot_")]
     stock = machine_id.split("--")[0]
     rates = {m: g.set_index("case")["median"] for m, g in dots.groupby("machine")}
@@ -183,7 +183,7 @@ def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Ro
         return None
     names = "; ".join(f"{' '.join((lib.get('config') or 'OpenBLAS').split()[:2])} runs its "
                       f"{lib['core']} kernel ({lib['kernel_bits']}-bit)" for lib in narrow)
-    ceilings = {r["case"]: r["median"] for r in summary if r["experiment"] == "ceilings"
+    ceilings = {r["case"]: r["median"] for r in summary if r["section"] == "ceilings"
                 and r["metric"] == "rate" and r["median"] is not None}
     best = workloads.best_ceiling(ceilings, workloads.ceiling_case("GFLOP", "cpu", ""))
     if best:
@@ -240,8 +240,8 @@ def code_text(run: Row) -> str:
         " (modified)" if code.get("dirty") else "")
 
 
-def jobs_key(experiment: str, framework_name: str) -> str:
+def jobs_key(section: str, framework_name: str) -> str:
     """A run's job, named as its benchmark file is (the section's folder), from the
     framework's label."""
     framework = next((k for k, v in FRAMEWORKS.items() if v == framework_name), framework_name)
-    return section_folder(experiment, framework)
+    return section_folder(section, framework)

@@ -18,13 +18,13 @@ RAN = ("ok", "failed")  # statuses of a section that did something worth showing
 def run_key(run: Row) -> tuple[str, str]:
     """A run record's (framework, section): older records name no framework, the
     documents' one."""
-    return run.get("framework") or DOCUMENTS, run["experiment"]
+    return run.get("framework") or DOCUMENTS, run["section"]
 
 
-def how_to_run(experiment: str, frameworks: list[str], needs: str | None) -> Row:
+def how_to_run(section: str, frameworks: list[str], needs: str | None) -> Row:
     """The command that runs a section that did not run here, and what it does, by what
     its run record says it needs (``needs``, d2lperf.errors.NEEDS_*)."""
-    rules = " ".join(section_folder(experiment, f) for f in frameworks)
+    rules = " ".join(section_folder(section, f) for f in frameworks)
     if needs in (NEEDS_GPUS, NEEDS_GPU_CODE):
         elsewhere = "a GPU this build has code for" if needs == NEEDS_GPU_CODE else "the GPUs"
         return {"command": f"snakemake --cores all --forcerun {rules} "
@@ -34,7 +34,7 @@ def how_to_run(experiment: str, frameworks: list[str], needs: str | None) -> Row
     return {"command": f"snakemake --cores all --forcerun {rules}", "note": ""}
 
 
-def not_run_lines(experiment: str, mine: dict[str, Row], statuses: dict[str, str]) -> list[Row]:
+def not_run_lines(section: str, mine: dict[str, Row], statuses: dict[str, str]) -> list[Row]:
     """The frameworks that did not run a section, one line per reason."""
     reasons: dict[tuple[str, str, str | None], list[str]] = {}
     for framework, status in statuses.items():
@@ -43,7 +43,7 @@ def not_run_lines(experiment: str, mine: dict[str, Row], statuses: dict[str, str
             needs = mine[framework].get("needs")
             reasons.setdefault((status, why, needs), []).append(framework)
     return [{"frameworks": [FRAMEWORKS.get(f, f) for f in found], "status": status,
-             "reason": why, **how_to_run(experiment, found, needs)}
+             "reason": why, **how_to_run(section, found, needs)}
             for (status, why, needs), found in reasons.items()]
 
 
@@ -87,22 +87,22 @@ def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
     plots = {p.stem: p for p in args.plots}
     order = list(titles) + sorted({e for _, e in runs} - set(titles))
     sections = []
-    for experiment in order:
+    for section in order:
         # the frameworks that have this section (the ceilings are the machine's, once)
-        here = [i for i, f in enumerate(frameworks) if (f, experiment) in runs]
+        here = [i for i, f in enumerate(frameworks) if (f, section) in runs]
         if not here:
             continue
-        mine = {frameworks[i]: runs[(frameworks[i], experiment)] for i in here}
+        mine = {frameworks[i]: runs[(frameworks[i], section)] for i in here}
         statuses = {f: (r or {}).get("status", "missing") for f, r in mine.items()}
         ran = any(s in RAN for s in statuses.values())
-        not_run = not_run_lines(experiment, mine, statuses)
+        not_run = not_run_lines(section, mine, statuses)
         rows = [{**r, "cells": [r["cells"][i] for i in here]} for r in figures
-                if r["experiment"] == experiment]
+                if r["section"] == section]
         section_outputs = [{**o, "cells": [o["cells"][i] for i in here]} for o in outputs
-                           if o["experiment"] == experiment]
+                           if o["section"] == section]
         sections.append({
-            "experiment": experiment,
-            "title": titles.get(experiment, {"title": experiment, "heading": "",
+            "section": section,
+            "title": titles.get(section, {"title": section, "heading": "",
                                              "document": ""}),
             "ran": ran,
             "frameworks": [FRAMEWORKS.get(f, f) for f in mine],
@@ -111,7 +111,7 @@ def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
             "not_run": not_run,
             "failed": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f]}
                        for f in mine if statuses[f] == "failed"],
-            "claims": [c for c in claims if c["section"] == experiment],
+            "claims": [c for c in claims if c["section"] == section],
             "figures": [r for r in rows if not r["extra"]],
             "extras": [r for r in rows if r["extra"]],
             "outputs": section_outputs,
@@ -122,6 +122,6 @@ def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
                  "compared": sum(1 for o in section_outputs if o["cells"][k]
                                  and o["cells"][k].get("match") in ("yes", "no"))}
                 for k, f in enumerate(mine)],
-            "plot": svg_data_uri(plots[experiment]) if ran and experiment in plots else None,
+            "plot": svg_data_uri(plots[section]) if ran and section in plots else None,
         })
     return sections

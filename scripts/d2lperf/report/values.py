@@ -7,9 +7,8 @@ import base64
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from d2lperf.frameworks import DOCUMENTS, LABELS
+from d2lperf.tables import read_table
 
 Row = dict[str, Any]
 FRAMEWORKS = LABELS  # display names, in column order (the framework registry's)
@@ -43,8 +42,8 @@ NUMERIC = ("median", "q1", "q3", "ci_low", "ci_high", "ratio", "count", "outlier
 def records(path: Path) -> list[Row]:
     """Rows of a table: the documents' figures stay strings exactly as printed, and an
     empty cell is None (never NaN, which a template would take for true)."""
-    frame = pd.read_csv(path, dtype={"document_printed": str, "measured": str, "variant": str},
-                        keep_default_na=False, na_values={c: [""] for c in NUMERIC})
+    frame = read_table(path, dtype={"document_printed": str, "measured": str, "variant": str},
+                       keep_default_na=False, na_values={c: [""] for c in NUMERIC})
     frame = frame.astype(object).where(frame.notna() & (frame != ""), None)
     rows = frame.to_dict("records")
     for row in rows:

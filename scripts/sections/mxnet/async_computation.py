@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import experiment, timing
+from d2lperf import harness, timing
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder, report
 
@@ -150,9 +150,9 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], section="async_computation")
+    p = harness.parser(__doc__.splitlines()[0], section="async_computation")
     return p
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("async_computation", "mxnet", build_parser(), body))
+    sys.exit(harness.main("async_computation", "mxnet", build_parser(), body))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import devices, experiment, timing, workloads
+from d2lperf import devices, harness, timing, workloads
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 from d2lperf.stats import Stats
@@ -174,10 +174,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], section="auto_parallelism")
+    p = harness.parser(__doc__.splitlines()[0], section="auto_parallelism")
     devices.add_argument(p)
     return p
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("auto_parallelism", "mxnet", build_parser(), body))
+    sys.exit(harness.main("auto_parallelism", "mxnet", build_parser(), body))

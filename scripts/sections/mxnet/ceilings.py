@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import arguments, blas, experiment, mxnet_gpu, timing
+from d2lperf import arguments, blas, harness, mxnet_gpu, timing
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
@@ -113,4 +113,4 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 if __name__ == "__main__":
     parser = arguments.ceilings_parser(__doc__.splitlines()[0])
-    sys.exit(experiment.main("ceilings", "mxnet", parser, body))
+    sys.exit(harness.main("ceilings", "mxnet", parser, body))

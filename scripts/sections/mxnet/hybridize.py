@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import experiment, symbolic, timing
+from d2lperf import harness, symbolic, timing
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder, report
 
@@ -134,10 +134,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], section="hybridize")
+    p = harness.parser(__doc__.splitlines()[0], section="hybridize")
     p.add_argument("--export-dir", required=True, help="folder for the exported my_mlp files")
     return p
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("hybridize", "mxnet", build_parser(), body))
+    sys.exit(harness.main("hybridize", "mxnet", build_parser(), body))

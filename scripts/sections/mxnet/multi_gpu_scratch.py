@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import experiment, timing, training
+from d2lperf import harness, timing, training
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 
@@ -186,4 +186,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("multi_gpu_scratch", "mxnet", build_parser(), body))
+    sys.exit(harness.main("multi_gpu_scratch", "mxnet", build_parser(), body))

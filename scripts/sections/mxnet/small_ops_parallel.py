@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import experiment, timing
+from d2lperf import harness, timing
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder, report
 
@@ -65,8 +65,8 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return experiment.parser(__doc__.splitlines()[0], section="small_ops_parallel")
+    return harness.parser(__doc__.splitlines()[0], section="small_ops_parallel")
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("small_ops_parallel", "mxnet", build_parser(), body))
+    sys.exit(harness.main("small_ops_parallel", "mxnet", build_parser(), body))

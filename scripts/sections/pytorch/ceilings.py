@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-from d2lperf import arguments, experiment, timing
+from d2lperf import arguments, harness, timing
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder
 from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
@@ -100,4 +100,4 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 if __name__ == "__main__":
     parser = arguments.ceilings_parser(__doc__.splitlines()[0])
-    sys.exit(experiment.main("ceilings", "pytorch", parser, body))
+    sys.exit(harness.main("ceilings", "pytorch", parser, body))

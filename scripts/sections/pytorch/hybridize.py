@@ -41,7 +41,7 @@ import subprocess
 import time
 from typing import Any
 
-from d2lperf import children, experiment, provenance, symbolic, timing
+from d2lperf import children, harness, provenance, symbolic, timing
 from d2lperf import devices as device_options
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder, read_json, report, write_json
@@ -253,9 +253,9 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], section="hybridize")
+    p = harness.parser(__doc__.splitlines()[0], section="hybridize")
     p.add_argument("--export-dir", required=True, help="folder for the saved my_mlp files")
-    p.add_argument("--compile-runs", type=experiment.positive_int, default=2,
+    p.add_argument("--compile-runs", type=harness.positive_int, default=2,
                    help="cold and warm torch.compile timings, each in a fresh process "
                         "(default: 2 of each)")
     device_options.add_argument(p, default="cpu")
@@ -268,7 +268,7 @@ def child_main(argv: list[str]) -> int:
     p.add_argument("--on", choices=device_options.KINDS, required=True)
     p.add_argument("--cache-dir", type=Path, required=True)
     p.add_argument("--result", required=True)
-    p.add_argument("--threads", type=experiment.positive_int, required=True)
+    p.add_argument("--threads", type=harness.positive_int, required=True)
     args = p.parse_args(argv)
     provenance.set_threads(args.threads)
     use_cache(args.cache_dir)
@@ -279,4 +279,4 @@ def child_main(argv: list[str]) -> int:
 if __name__ == "__main__":
     if "--compile-child" in sys.argv[1:]:
         sys.exit(child_main(sys.argv[1:]))
-    sys.exit(experiment.main("hybridize", "pytorch", build_parser(), body))
+    sys.exit(harness.main("hybridize", "pytorch", build_parser(), body))

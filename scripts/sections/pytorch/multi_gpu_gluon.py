@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 import argparse
 import copy
 
-from d2lperf import experiment, timing, training
+from d2lperf import harness, timing, training
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder
 from d2lperf.stats import Stats
@@ -238,4 +238,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("multi_gpu_gluon", "pytorch", build_parser(), body))
+    sys.exit(harness.main("multi_gpu_gluon", "pytorch", build_parser(), body))

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 
 import argparse
 
-from d2lperf import experiment, timing, training
+from d2lperf import harness, timing, training
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder
 
@@ -228,4 +228,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("multi_gpu_scratch", "pytorch", build_parser(), body))
+    sys.exit(harness.main("multi_gpu_scratch", "pytorch", build_parser(), body))

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 import argparse
 
 from d2lperf import devices as device_options
-from d2lperf import experiment, timing
+from d2lperf import harness, timing
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder, report
 
@@ -75,10 +75,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = experiment.parser(__doc__.splitlines()[0], section="small_ops_parallel")
+    p = harness.parser(__doc__.splitlines()[0], section="small_ops_parallel")
     device_options.add_argument(p, default="cpu")
     return p
 
 
 if __name__ == "__main__":
-    sys.exit(experiment.main("small_ops_parallel", "pytorch", build_parser(), body))
+    sys.exit(harness.main("small_ops_parallel", "pytorch", build_parser(), body))

@@ -57,7 +57,7 @@ for section, framework in JOBS:
             ),
             script=f"scripts/sections/{framework}/{section}.py",
         output:
-            **experiment_outputs(section, framework),
+            **section_outputs(section, framework),
         log:
             f"{RESULTS}/logs/{rule_name(section, framework)}.log",
         benchmark:
@@ -86,6 +86,6 @@ for section, framework in JOBS:
             "env {params.environment:q} {params.py:q} {input.script:q} {params.args:q}"
             " --csv {output.csv:q} --sidecar {output.sidecar:q} > {log:q} 2>&1"
             " || {params.workflow_py:q} scripts/record_failure.py"
-            " --experiment {params.section:q} --framework {params.framework:q}"
+            " --section {params.section:q} --framework {params.framework:q}"
             " --exit-code $? --log {log:q}"
             " --csv {output.csv:q} --sidecar {output.sidecar:q}"

@@ -52,7 +52,7 @@ STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after
 
 
 def main(
-    experiment: str,
+    section: str,
     framework: str,
     arg_parser: argparse.ArgumentParser,
     body: Callable[[argparse.Namespace, Recorder], None],
@@ -63,14 +63,14 @@ def main(
     provenance.set_threads(args.threads)
     child = getattr(args, "process", None) is not None
     # one timing at a time on this host, whatever run it is for (children: under the parent's)
-    lock = None if child else hostlock.acquire(experiment)
+    lock = None if child else hostlock.acquire(section)
     before = None if child else steadiness.snapshot(args.probe_seconds, threads=args.threads)
     if getattr(args, "processes", 1) > 1 and not child:
-        record, rows = _run_processes(experiment, args, argv, before)
+        record, rows = _run_processes(section, args, argv, before)
     else:
         if hasattr(args, "processes"):
             args.process = args.process or 0
-        record, rows = _run_body(experiment, framework, args, body)
+        record, rows = _run_body(section, framework, args, body)
     if before is not None:
         after = steadiness.snapshot(args.probe_seconds, threads=args.threads)
         record["steadiness"] = steadiness.summary(before, after)
@@ -80,12 +80,12 @@ def main(
     return 0
 
 
-def _run_body(experiment: str, framework: str, args: argparse.Namespace,
+def _run_body(section: str, framework: str, args: argparse.Namespace,
               body: Callable[[argparse.Namespace, Recorder], None]) -> tuple[dict, list]:
     """Run the section in this process: its run record and its rows."""
     record: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
-        "experiment": experiment,
+        "section": section,
         "framework": framework,
         "parameters": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
                        if k not in ("csv", "sidecar", "blas_reference", "process",
@@ -93,7 +93,7 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         "started": provenance.now(),
         **provenance.run_context(),
     }
-    recorder = Recorder(experiment, framework, getattr(args, "process", 0) or 0)
+    recorder = Recorder(section, framework, getattr(args, "process", 0) or 0)
     clock = time.perf_counter()
     try:
         # Every fresh process of a section loads the same libraries in the same environment,
@@ -109,7 +109,7 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
         if why.needs:
             record["needs"] = why.needs
         recorder.rows.clear()
-        print(f"{experiment}: skipped: {why}", flush=True)
+        print(f"{section}: skipped: {why}", flush=True)
     record.update(
         finished=provenance.now(),
         load_average_at_end=provenance.load_average(),
@@ -128,7 +128,7 @@ def _run_body(experiment: str, framework: str, args: argparse.Namespace,
     return record, recorder.rows
 
 
-def _run_processes(experiment: str, args: argparse.Namespace, argv: list[str],
+def _run_processes(section: str, args: argparse.Namespace, argv: list[str],
                    before: dict[str, Any] | None = None) -> tuple[dict, list]:
     """Run the section's body in fresh processes, one after the other, in the stages of
     ``d2lperf.stages`` (``args.processes`` first, more while its comparisons are
@@ -139,13 +139,13 @@ def _run_processes(experiment: str, args: argparse.Namespace, argv: list[str],
     A process that fails ends the section non-zero: the rule records the failure. A
     process that skips (or refuses) ends the section there, skipped: no other process
     is started."""
-    with children.temporary_folder(f"{experiment}-processes-") as tmp:
+    with children.temporary_folder(f"{section}-processes-") as tmp:
         def spawn(first: int, count: int) -> stages.Stage:
-            return _run_stage(experiment, args, argv, Path(tmp), first, count)
+            return _run_stage(section, args, argv, Path(tmp), first, count)
 
         probe = statistics.median(before["probe_s"]) if before else None
         done, pooled, staging = stages.run(
-            spawn, args.processes, experiment=experiment, band=args.band,
+            spawn, args.processes, section=section, band=args.band,
             budget=args.budget_seconds, threads=args.threads, probe_s=probe)
     records = [r for stage in done for r in stage.records]
     rows = [row for stage, keep in zip(done, pooled) if keep for row in stage.rows]
@@ -169,7 +169,7 @@ def _run_processes(experiment: str, args: argparse.Namespace, argv: list[str],
     return record, [{column: row.get(column, "") for column in COLUMNS} for row in rows]
 
 
-def _run_stage(experiment: str, args: argparse.Namespace, argv: list[str], tmp: Path,
+def _run_stage(section: str, args: argparse.Namespace, argv: list[str], tmp: Path,
                first: int, count: int) -> stages.Stage:
     """Processes ``first`` to ``first + count - 1``, one after the other, with the cores
     other programs used meanwhile and the threaded probe after them."""
@@ -177,14 +177,14 @@ def _run_stage(experiment: str, args: argparse.Namespace, argv: list[str], tmp: 
     window = steadiness.Window()
     for index in range(first, first + count):
         csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
-        print(f"{experiment}: process {index + 1} (stage of {first + 1}-{first + count})",
+        print(f"{section}: process {index + 1} (stage of {first + 1}-{first + count})",
               flush=True)
         # argparse keeps the last of a repeated option: these replace the outputs.
         command = [sys.executable, sys.argv[0], *argv, "--process", str(index),
                    "--csv", str(csv_path), "--sidecar", str(sidecar)]
         done = subprocess.run(command, check=False, preexec_fn=children.die_with_parent)
         if done.returncode != 0:
-            raise SystemExit(f"{experiment}: process {index} of {args.processes} "
+            raise SystemExit(f"{section}: process {index} of {args.processes} "
                              f"failed with exit code {done.returncode}")
         records.append(read_json(sidecar))
         with open(csv_path, newline="", encoding="utf-8") as handle:
