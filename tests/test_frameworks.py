@@ -56,10 +56,11 @@ def test_a_file_that_cannot_run_is_named(tmp_path):
     assert "cannot run it" in message
 
 
-# What every framework's module of d2lperf offers the section scripts and the harness.
+# What every framework's module of d2lperf offers the section scripts, the harness and
+# the BLAS probe (``blas_kernel`` is optional: without it the probe reads the OpenBLAS).
 MODULE_INTERFACE = {"devices", "gpu_count", "names", "prepare", "warm_up", "load_fashion_mnist",
                     "load_data", "evaluate_accuracy", "build_info", "execution", "sync",
-                    "seed"}
+                    "seed", "matrix_product"}
 
 
 def test_every_registered_framework_is_complete():
