@@ -29,15 +29,14 @@ SECTION = textwrap.dedent('''\
 ''')
 
 
-def run_toy(tmp_path: Path, skip: bool, processes: int) -> tuple[dict, list[str]]:
+def run_toy(tmp_path: Path, skip: bool, *options: str) -> tuple[dict, list[str]]:
     started = tmp_path / "started.txt"
     script = tmp_path / "toy.py"
     script.write_text(SECTION.format(scripts=str(REPO / "scripts"), started=str(started),
                                      skip=skip))
     done = subprocess.run(
         [sys.executable, str(script), "--csv", str(tmp_path / "s.csv"), "--sidecar",
-         str(tmp_path / "run.json"), "--processes", str(processes), "--repeats", "1",
-         "--probe-seconds", "0.01"],
+         str(tmp_path / "run.json"), "--repeats", "1", "--probe-seconds", "0.01", *options],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((tmp_path / "run.json").read_text()), started.read_text().split()
@@ -46,7 +45,7 @@ def run_toy(tmp_path: Path, skip: bool, processes: int) -> tuple[dict, list[str]
 def test_a_section_skipped_in_its_first_process_starts_no_other(tmp_path):
     # Skipped in one process means skipped in all (the machine is the same): starting
     # the other three only costs their imports (auto_parallelism without a GPU: 5 s).
-    record, started = run_toy(tmp_path, skip=True, processes=4)
+    record, started = run_toy(tmp_path, True, "--processes", "4")
     assert started == ["0"]
     assert record["status"] == "skipped" and record["reason"] == "needs 1 GPU, found 0"
     assert len(record["processes"]) == 1
@@ -55,7 +54,7 @@ def test_a_section_skipped_in_its_first_process_starts_no_other(tmp_path):
 
 
 def test_a_section_that_runs_runs_in_every_process(tmp_path):
-    record, started = run_toy(tmp_path, skip=False, processes=3)
+    record, started = run_toy(tmp_path, False, "--processes", "3")
     assert started == ["0", "1", "2"]
     assert record["status"] == "ok" and len(record["processes"]) == 3
     # no comparison of its own to decide: one stage, busy machine or not
@@ -65,15 +64,7 @@ def test_a_section_that_runs_runs_in_every_process(tmp_path):
 
 
 def test_the_steadiness_probe_runs_on_the_timings_thread_count(tmp_path):
-    started = tmp_path / "started.txt"
-    script = tmp_path / "toy.py"
-    script.write_text(SECTION.format(scripts=str(REPO / "scripts"), started=str(started),
-                                     skip=False))
-    done = subprocess.run(
-        [sys.executable, str(script), "--csv", str(tmp_path / "s.csv"), "--sidecar",
-         str(tmp_path / "run.json"), "--repeats", "1", "--probe-seconds", "0.01",
-         "--threads", "2"], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    steadiness = json.loads((tmp_path / "run.json").read_text())["steadiness"]
+    record, _ = run_toy(tmp_path, False, "--threads", "2")
+    steadiness = record["steadiness"]
     assert steadiness["probe_threads"] == 2 and steadiness["before"]["probe_threads"] == 2
     assert len(steadiness["before"]["probe_s"]) == 5
