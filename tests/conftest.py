@@ -113,6 +113,26 @@ def ci_run(tmp_path_factory, experiment_python):
     return work, work / "results" / CI_MACHINE
 
 
+def from_the_ci_run(ci_run, section: str, framework: str):
+    """One section's results as the CI run made them (its script at the CI preset, through
+    the workflow, GPU sections on their CPU stand-ins): its folder, run record and log
+    (stdout and stderr), read by a section's tests rather than run a second time."""
+    from d2lperf.frameworks import rule_name
+
+    _, results = ci_run
+    rule = rule_name(section, framework)
+    return (results / rule, read_run(results / rule),
+            (results / "logs" / f"{rule}.log").read_text(encoding="utf-8"))
+
+
+def ci_preset(section: str) -> dict:
+    """The CI preset's options of a section, as config/config.yaml gives them."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
+    return config["presets"]["ci"][section]
+
+
 def run_section(python: Path, script: str, out: Path, *args: str, timeout: int = 600,
                 env: dict[str, str] | None = None):
     """Run a section script that writes out/samples.csv and out/run.json."""

@@ -1,4 +1,4 @@
-"""The memory helper, and the async-memory section run for real on a tiny workload."""
+"""The memory helper, and the async-memory section as the CI run ran it (the CI preset)."""
 
 import statistics
 import sys
@@ -7,7 +7,7 @@ import time
 import psutil
 import pytest
 
-from conftest import read_rows, read_run, run_script, run_section, samples_by_case
+from conftest import ci_preset, from_the_ci_run, read_rows, run_script, samples_by_case
 from d2lperf import memory
 
 ALLOCATION = 200_000_000  # bytes: 200 MB
@@ -63,27 +63,28 @@ def test_high_water_mark_is_read_in_bytes(monkeypatch, tmp_path):
 
 
 MODES = ("sync", "async")
+# The CI run's: batches 10, a report every 5, 2 repeats (config/config.yaml).
+PRESET = ci_preset("async_memory")
+REPEATS = PRESET["repeats"]
+MARKS = [f"batch_{b}" for b in range(PRESET["report_every"], PRESET["batches"] + 1,
+                                     PRESET["report_every"])]
 CASES = [f"{mode}_{figure}" for mode in MODES
-         for figure in ("batch_2", "batch_4", "total", "memory_increase", "peak_memory_increase")
+         for figure in (*MARKS, "total", "memory_increase", "peak_memory_increase")
          ] + [f"{mode}_warmed_{figure}" for mode in MODES
               for figure in ("total", "memory_increase", "peak_memory_increase")]
 
 
 @pytest.fixture(scope="module")
-def memory_run(tmp_path_factory, experiment_python):
-    out = tmp_path_factory.mktemp("async_memory")
-    done = run_section(experiment_python, "sections/mxnet/async_memory.py", out, "--batches", "4",
-                       "--batch-size", "64", "--report-every", "2", "--warmup", "1",
-                       "--repeats", "2", "--threads", "1")
-    assert done.returncode == 0, done.stderr
+def memory_run(ci_run):
+    out, record, log = from_the_ci_run(ci_run, "async_memory", "mxnet")
     rows = read_rows(out)
-    return rows, samples_by_case(rows), read_run(out), done.stdout
+    return rows, samples_by_case(rows), record, log
 
 
 def test_every_case_and_repeat_is_a_row(memory_run):
     rows, samples, _, _ = memory_run
     assert list(samples) == CASES
-    assert all(len(values) == 2 for values in samples.values())
+    assert all(len(values) == REPEATS for values in samples.values())
     for row in rows:
         expected = ("memory", "MB") if "memory" in row["case"] else ("time", "s")
         assert (row["metric"], row["unit"]) == expected
@@ -92,10 +93,9 @@ def test_every_case_and_repeat_is_a_row(memory_run):
 def test_totals_include_the_batches(memory_run):
     _, samples, _, _ = memory_run
     for mode in MODES:
-        for repeat in range(2):
-            batch_2, batch_4, total = (samples[f"{mode}_{case}"][repeat]
-                                       for case in ("batch_2", "batch_4", "total"))
-            assert 0 < batch_2 <= batch_4 <= total
+        for repeat in range(REPEATS):
+            figures = [samples[f"{mode}_{case}"][repeat] for case in (*MARKS, "total")]
+            assert 0 < figures[0] and figures == sorted(figures)  # each mark after the last
 
 
 def test_peak_is_at_least_the_final_increase(memory_run):
@@ -105,14 +105,14 @@ def test_peak_is_at_least_the_final_increase(memory_run):
                                samples[f"{mode}_peak_memory_increase"]):
             assert peak >= final
             assert peak > 0
-        assert len(run["notes"]["peak_memory_method"][mode]) == 2
+        assert len(run["notes"]["peak_memory_method"][mode]) == REPEATS
 
 
 def test_children_print_as_the_document_did(memory_run):
     _, _, _, stdout = memory_run
-    # the document's way and the warmed one, 2 modes x 2 fresh processes each
-    assert stdout.count("batch 4, time ") == 8
-    assert stdout.count("increased memory: ") == 8
+    # the document's way and the warmed one, 2 modes x a fresh process per repeat each
+    assert stdout.count(f"batch {PRESET['batches']}, time ") == 4 * REPEATS
+    assert stdout.count("increased memory: ") == 4 * REPEATS
 
 
 def test_the_documents_figures_are_measured_without_a_warm_up(memory_run):
@@ -128,9 +128,8 @@ def test_the_documents_figures_are_measured_without_a_warm_up(memory_run):
 def test_run_record_says_how_it_ran(memory_run):
     _, _, run, _ = memory_run
     assert run["status"] == "ok"
-    assert run["parameters"] == {"threads": 1, "probe_seconds": 0.2, "warmup": 1, "repeats": 2,
-                                 "batches": 4, "batch_size": 64, "report_every": 2}
-    assert run["threads"]["OMP_NUM_THREADS"] == "1"
+    threads = int(run["threads"]["OMP_NUM_THREADS"])  # one per core of this machine
+    assert run["parameters"] == {"threads": threads, "probe_seconds": 0.2, **PRESET}
     assert run["mxnet"]["version"] == "1.9.1"
     assert "queue" in run["notes"]["batch_times"]
 

@@ -9,10 +9,9 @@ import re
 
 import pytest
 
-from conftest import REPO, read_rows, read_run, run_program, run_section
+from conftest import REPO, from_the_ci_run, read_rows, read_run, run_program, run_section
 from d2lperf import sections as section_table
 from d2lperf import tables
-from d2lperf.frameworks import rule_name
 
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 
@@ -23,16 +22,6 @@ def section(name: str) -> str:
 
 def run(python, name, out, *args, timeout=600):
     return run_section(python, section(name), out, *args, timeout=timeout)
-
-
-def from_the_ci_run(ci_run, name: str):
-    """A section's PyTorch results as the CI run made them (this script at the CI preset,
-    through the workflow, GPU sections on their CPU stand-ins): its folder, run record and
-    log, read here rather than run a second time."""
-    _, results = ci_run
-    rule = rule_name(name, "pytorch")
-    return (results / rule, read_run(results / rule),
-            (results / "logs" / f"{rule}.log").read_text(encoding="utf-8"))
 
 
 def valid_rows(out):
@@ -52,7 +41,7 @@ SCRATCH = ("--on", "cpu", "--devices", "1", "2", "--batch-sizes", "256", "256",
 
 @pytest.fixture(scope="module")
 def scratch(ci_run):
-    return from_the_ci_run(ci_run, "multi_gpu_scratch")
+    return from_the_ci_run(ci_run, "multi_gpu_scratch", "pytorch")
 
 
 def test_scratch_rows_are_the_mxnet_twins_cases_per_epoch(scratch):
@@ -142,7 +131,7 @@ GLUON = ("--on", "cpu", "--devices", "1", "2", "--batch-sizes", "16", "32",
 
 @pytest.fixture(scope="module")
 def gluon(ci_run):
-    return from_the_ci_run(ci_run, "multi_gpu_gluon")
+    return from_the_ci_run(ci_run, "multi_gpu_gluon", "pytorch")
 
 
 def test_gluon_rows_are_the_mxnet_twins_cases_per_epoch(gluon):
@@ -237,7 +226,7 @@ def cases(rows) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def hybridize(ci_run):
-    return from_the_ci_run(ci_run, "hybridize")
+    return from_the_ci_run(ci_run, "hybridize", "pytorch")
 
 
 def test_hybridize_times_eager_scripted_and_compiled_and_compiling_apart(hybridize):
@@ -338,22 +327,25 @@ def test_async_computation_on_gpu_without_one_is_skipped(torch_python, tmp_path)
 
 # --- async_memory ------------------------------------------------------------------------
 
-def test_async_memory_runs_each_mode_in_fresh_processes(torch_python, tmp_path):
-    done = run(torch_python, "async_memory", tmp_path, "--batches", "4", "--batch-size", "64",
-               "--report-every", "2", "--warmup", "1", "--repeats", "2", "--threads", "1")
-    assert done.returncode == 0, done.stderr
-    table = valid_rows(tmp_path)
-    expected = {f"{mode}_{figure}": 2 for mode in ("sync", "async")
-                for figure in ("batch_2", "batch_4", "total", "memory_increase",
-                               "peak_memory_increase", "warmed_total", "warmed_memory_increase",
+def test_async_memory_runs_each_mode_in_fresh_processes(ci_run):
+    out, record, log = from_the_ci_run(ci_run, "async_memory", "pytorch")
+    table = valid_rows(out)
+    given = record["parameters"]
+    repeats, last = given["repeats"], f"batch_{given['batches']}"
+    marks = [f"batch_{b}" for b in range(given["report_every"], given["batches"] + 1,
+                                          given["report_every"])]
+    expected = {f"{mode}_{figure}": repeats for mode in ("sync", "async")
+                for figure in (*marks, "total", "memory_increase", "peak_memory_increase",
+                               "warmed_total", "warmed_memory_increase",
                                "warmed_peak_memory_increase")}
-    assert cases(table) == expected
+    assert last in marks and cases(table) == expected
     units = {r["case"]: r["unit"] for r in table}
     assert units["sync_memory_increase"] == "MB" and units["async_total"] == "s"
     for row in table:
-        if row["case"].endswith("_batch_4") or row["case"].endswith("_total"):
+        if row["case"].endswith(f"_{last}") or row["case"].endswith("_total"):
             assert float(row["value"]) > 0
-    assert done.stdout.count("increased memory:") == 8  # 2 ways x 2 modes x 2 processes
+    # 2 ways (the document's, warmed) x 2 modes x one fresh process per repeat
+    assert log.count("increased memory:") == 4 * repeats
 
 
 def test_async_memory_gpu_figures_are_guarded(torch_python):
