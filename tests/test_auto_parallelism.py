@@ -79,9 +79,11 @@ def test_without_a_gpu_the_section_is_skipped(tmp_path, experiment_python):
         pytest.skip("this machine has a GPU")
     assert run_record["status"] == "skipped"
     assert run_record["reason"] == "needs 1 GPU, found 0"
+    assert run_record["needs"] == "gpus"  # what the report's command follows, as a field
     assert rows(tmp_path) == []
     assert (tmp_path / "samples.csv").read_text() == (
-        "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n")
+        "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices,"
+        "format_version\n")
     assert "auto_parallelism: skipped: needs 1 GPU, found 0" in done.stdout
 
 

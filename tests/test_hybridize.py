@@ -6,6 +6,7 @@ import json
 import pytest
 
 from conftest import run_script
+from d2lperf.results import FORMAT_VERSION
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +31,10 @@ def test_every_round_of_every_process_is_a_row_with_its_position(hybridize_run):
     with open(out / "samples.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == ["section", "framework", "case", "metric", "unit", "process",
-                             "repeat", "position", "value", "epoch", "devices"]
+                             "repeat", "position", "value", "epoch", "devices",
+                             "format_version"]
     assert {row["framework"] for row in rows} == {"mxnet"}
+    assert {row["format_version"] for row in rows} == {str(FORMAT_VERSION)}
     for process in ("0", "1"):
         mine = [row for row in rows if row["process"] == process]
         for repeat in ("0", "1"):  # each round times every case once, positions 0..2

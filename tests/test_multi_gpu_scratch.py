@@ -121,9 +121,11 @@ def test_too_few_gpus_skip_the_section(experiment_python, tmp_path):
     run_record = json.loads((tmp_path / "run.json").read_text())
     assert run_record["status"] == "skipped"
     assert re.fullmatch(r"needs 64 GPUs, found \d+", run_record["reason"])
+    assert run_record["needs"] == "gpus"
     assert run_record["outputs"] == {}
     assert (tmp_path / "samples.csv").read_text() == (
-        "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n")
+        "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices,"
+        "format_version\n")
 
 
 @pytest.mark.parametrize("args, message", [
