@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO
 from d2lperf import frameworks
 from d2lperf.results import FORMAT_VERSION, Recorder, migrate_run, read_run, write_csv
-from d2lperf.tables import TableError, load_samples, read_table
+from d2lperf.tables import TableError, load_samples, read_table, summary_schema
 
 OLD_ARCHIVE = REPO / "tests/data/ci-old-format.tar.gz"
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
@@ -155,3 +155,19 @@ def test_new_tables_carry_the_current_format(tmp_path):
     write_csv(tmp_path / "samples.csv", recorder.rows)
     with open(tmp_path / "samples.csv", newline="") as handle:
         assert [row["format_version"] for row in csv.DictReader(handle)] == [str(FORMAT_VERSION)]
+
+
+def test_an_archive_of_the_previous_format_imports_and_is_compared(tmp_path):
+    """What `make report` does with an archive kept from before format 3: import it (its
+    records checked in the current format), then compare its tables with this machine's."""
+    import compare
+
+    done = subprocess.run([sys.executable, str(REPO / "scripts/import_results.py"),
+                           "--results", str(tmp_path), "--as", "old-box", str(OLD_ARCHIVE)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = tmp_path / "old-box"
+    validator = summary_schema(REPO / "workflow/schemas")
+    assert compare.usable(folder / "summary.csv", validator) is None
+    assert compare.readable_verdicts(folder / "verdicts.csv") is None
+    assert "hybridize" in set(compare.load([folder / "summary.csv"])["section"])

@@ -44,7 +44,7 @@ from d2lperf import children
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.machine import MachineIdError, check_machine_id
-from d2lperf.results import RecordError, check_run, current_rows, newer_format, section_folder
+from d2lperf.results import RecordError, current_rows, current_run, newer_format, section_folder
 from d2lperf.tables import TableError, check_summary_rows, load_samples, summary_schema
 
 FORMAT = 1
@@ -370,7 +370,7 @@ def verify(members: dict[str, bytes], schema: Path) -> dict[str, Any]:
                       or name.endswith("/run.json"))
         if name.endswith("/run.json"):
             try:
-                check_run(value, name, PurePosixPath(name).parent.name, schema.parent)
+                current_run(value, name, PurePosixPath(name).parent.name, schema.parent)
             except RecordError as error:
                 raise ArchiveError(str(error)) from None
         if name == f"{machine}/machine.json":

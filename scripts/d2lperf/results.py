@@ -272,12 +272,21 @@ def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str,
         raise RecordError(f"{path}: not JSON (cut short or corrupt?): {error}") from None
     except OSError as error:
         raise RecordError(f"{path}: cannot be read: {error.strerror}") from None
-    if isinstance(record, dict):  # brought to the current format, then checked as such
+    return current_run(record, str(path), Path(path).parent.name, schema_folder)
+
+
+def current_run(record: Any, name: str, folder: str,
+                schema_folder: str | Path = SCHEMAS) -> Any:
+    """A run record of any format this code knows, brought to the current one
+    (``migrate_run``) and then checked as such (``check_run``): what every reader of a
+    record written elsewhere (a results folder, an archive) goes through. RecordError
+    names ``name``."""
+    if isinstance(record, dict):
         try:
             record = migrate_run(record)
         except ValueError as error:
-            raise RecordError(f"{path}: {error}") from None
-    check_run(record, str(path), Path(path).parent.name, schema_folder)
+            raise RecordError(f"{name}: {error}") from None
+    check_run(record, name, folder, schema_folder)
     return record
 
 
