@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REPO
 from d2lperf import frameworks
-from d2lperf.results import FORMAT_VERSION, Recorder, migrate_run, read_run, write_csv
+from d2lperf.results import COLUMNS, FORMAT_VERSION, Recorder, migrate_run, read_run, write_csv
 from d2lperf.tables import TableError, load_samples, read_table, summary_schema
 
 OLD_ARCHIVE = REPO / "tests/data/ci-old-format.tar.gz"
@@ -127,20 +127,20 @@ def test_new_records_carry_the_current_format(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["format_version"] == FORMAT_VERSION
 
 
-HEADER = "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices"
+HEADER = ",".join(COLUMNS)  # the harness's, format_version last
 
 
 @pytest.mark.parametrize("version", ["", "3"])
 def test_a_table_of_this_or_an_older_format_reads_in_the_current_one(tmp_path, version):
     path = tmp_path / "samples.csv"
-    path.write_text(f"{HEADER},format_version\nhybridize,mxnet,a,time,s,0,0,0,0.5,,,{version}\n")
+    path.write_text(f"{HEADER}\nhybridize,mxnet,a,time,s,0,0,0,0.5,,,{version}\n")
     assert list(load_samples(path, SCHEMA)["format_version"]) == [FORMAT_VERSION]
 
 
 @pytest.mark.parametrize("version", [str(FORMAT_VERSION + 1), "0", "three", "3.5"])
 def test_a_table_of_a_format_this_code_does_not_know_is_refused_by_name(tmp_path, version):
     path = tmp_path / "samples.csv"
-    path.write_text(f"{HEADER},format_version\nhybridize,mxnet,a,time,s,0,0,0,0.5,,,{version}\n")
+    path.write_text(f"{HEADER}\nhybridize,mxnet,a,time,s,0,0,0,0.5,,,{version}\n")
     with pytest.raises(TableError) as refused:
         load_samples(path, SCHEMA)
     assert str(refused.value) == (

@@ -8,16 +8,17 @@ only where the two agree and otherwise keeps the measurement as a finding.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from d2lperf import frameworks
 from d2lperf.frameworks import REGISTRY
 
 
 def running_as(framework: str) -> str:
     """The framework's name by the way it runs work (``eager PyTorch``)."""
-    return REGISTRY[framework].running_as if framework in REGISTRY else framework
+    entry = REGISTRY.get(framework)
+    return (entry.runs_as or entry.label) if entry else framework
 
 
 # What a framework does not do on a device, in words, by the execution field it lacks.
@@ -64,7 +65,7 @@ def execution(framework: str, run: dict[str, Any]) -> dict[str, Any]:
     if found:
         return found
     kind = (run.get("parameters") or {}).get("on") or "cpu"
-    return importlib.import_module(REGISTRY[framework].module).execution(kind)
+    return frameworks.module(framework).execution(kind)
 
 
 def where_words(where: Where) -> str:

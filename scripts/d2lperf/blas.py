@@ -19,7 +19,6 @@ the section instead of being timed.
 from __future__ import annotations
 
 import ctypes
-import importlib
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from d2lperf import frameworks
 from d2lperf.frameworks import DOCUMENTS, REGISTRY
 
 # Debian's libopenblas0-pthread, then whatever the dynamic linker knows.
@@ -305,14 +305,8 @@ def multiply_for(library: str, dtype: str = "float32") -> Callable[[Any, Any], A
     if library == "numpy":
         return lambda a, b: a.astype(dtype) @ b.astype(dtype)
     if library in REGISTRY:  # each framework's module: its d2l-style matrix_product
-        return framework_module(library).matrix_product(dtype)
+        return frameworks.module(library).matrix_product(dtype)
     raise ValueError(f"no matrix product known for {library!r}")
-
-
-def framework_module(name: str):
-    """d2lperf's module for a framework of the registry (imported when asked: it imports
-    this module)."""
-    return importlib.import_module(REGISTRY[name].module)
 
 
 def blas_in_use(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -344,7 +338,7 @@ def kernel_of(library: str) -> str:
     """The library and kernel a product runs on, in words: what a framework's module says
     of its own BLAS (``blas_kernel``, where it has one: torch names its build's), else
     OpenBLAS's version and core name as loaded in this process."""
-    own = getattr(framework_module(library), "blas_kernel", None) if library in REGISTRY \
+    own = getattr(frameworks.module(library), "blas_kernel", None) if library in REGISTRY \
         else None
     if own is not None:
         return own()

@@ -20,6 +20,7 @@ This module imports nothing of the library (the Snakefile reads it at every star
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import re
 import signal
@@ -61,10 +62,6 @@ class Framework:
     blas_variant: bool = False
     runs_as: str = ""
 
-    @property
-    def running_as(self) -> str:
-        return self.runs_as or self.label
-
 
 REGISTRY: dict[str, Framework] = {f.name: f for f in [
     Framework("mxnet", "MXNet", colour="#1f5fa8", marker="o", shape="circle",
@@ -87,6 +84,12 @@ FRAMEWORKS = tuple(REGISTRY)
 DOCUMENTS = FRAMEWORKS[0]  # the documents' framework; older records' framework
 LABELS = {name: f.label for name, f in REGISTRY.items()}
 TIMEOUT = 120  # seconds: importing torch from a cold disk takes a while
+
+
+def module(name: str):
+    """d2lperf's module for a framework of the registry, imported when asked (the
+    modules import the leaves, this one among them)."""
+    return importlib.import_module(REGISTRY[name].module)
 
 
 def names() -> list[str]:

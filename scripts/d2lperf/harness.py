@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import statistics
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import blas, children, hostlock, provenance, stages, steadiness
+from d2lperf import blas, children, frameworks, hostlock, provenance, stages, steadiness
 from d2lperf.arguments import (  # noqa: F401  (the section scripts' command line, from here)
     non_negative_int,
     parser,
@@ -122,7 +121,7 @@ def _run_body(section: str, framework: str, args: argparse.Namespace,
     on = getattr(args, "on", "cpu")
     for entry in REGISTRY.values():  # the build of each framework the body loaded
         if entry.package in sys.modules:
-            module = importlib.import_module(entry.module)
+            module = frameworks.module(entry.name)
             record[entry.package] = module.build_info()
             record["execution"] = module.execution(on)
     return record, recorder.rows

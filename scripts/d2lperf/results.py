@@ -8,6 +8,7 @@ are written atomically so that an interrupted run never leaves half a table behi
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import re
@@ -57,20 +58,20 @@ def current_rows(reader: csv.DictReader) -> tuple[list[str], list[dict[str, Any]
             [{renames.get(k, k): v for k, v in row.items()} for row in reader])
 
 
+def unknown_format(version: Any) -> str:
+    """What a record or a table of a format this code does not read is told."""
+    return (f"format_version {version!r} is not one this code reads (1 to {FORMAT_VERSION}); "
+            "a newer format needs newer code")
+
+
 def newer_format(version: Any) -> str | None:
     """Why a table's format_version cell is none this code reads (a newer format, or no
-    version at all), or None where it reads it (an empty cell: a table from before the
-    column)."""
-    if version in (None, ""):
+    version number at all), or None where it reads it (an empty cell: a table from before
+    the column)."""
+    text = "" if version is None else str(version).strip()
+    if not text or (text.isdigit() and 1 <= int(text) <= FORMAT_VERSION):
         return None
-    try:
-        number = int(version)
-    except (TypeError, ValueError):
-        number = None
-    if number is None or str(number) != str(version).strip() or not 1 <= number <= FORMAT_VERSION:
-        return (f"format_version {version!r} is not one this code reads (1 to "
-                f"{FORMAT_VERSION}); a newer format needs newer code")
-    return None
+    return unknown_format(version)
 
 
 def migrate_run(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,8 +79,7 @@ def migrate_run(record: Mapping[str, Any]) -> dict[str, Any]:
     knows the older formats, so no reader guesses at what an older record left out."""
     version = record.get("format_version", 1)
     if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
-        raise ValueError(f"run record format_version {version!r} is not one this code reads "
-                         f"(1 to {FORMAT_VERSION}); a newer format needs newer code")
+        raise ValueError(f"run record {unknown_format(version)}")
     migrated = dict(record)
     if version < 2:
         migrated["framework"] = record.get("framework") or DOCUMENTS
@@ -100,7 +100,7 @@ def _fields_from_older_words(record: Mapping[str, Any]) -> dict[str, Any]:
     design read "not applicable in ..."."""
     fields: dict[str, Any] = {}
     reason = str(record.get("reason") or "")
-    if record.get("status") == "skipped" and "needs" not in record:
+    if record.get("status") == "skipped":
         if "compute capability" in reason:
             fields["needs"] = NEEDS_GPU_CODE
         elif re.search(r"needs \d+ GPUs?, found", reason):
@@ -109,9 +109,6 @@ def _fields_from_older_words(record: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(notes.get("runs_not_run"), dict):
         runs = {}
         for case, why in notes["runs_not_run"].items():
-            if isinstance(why, dict):
-                runs[case] = why
-                continue
             count = re.search(r"_(\d+)_devices?$", case)
             runs[case] = {"devices": int(count.group(1)) if count else None,
                           "reason": str(why), "needs": NEEDS_GPUS}
@@ -240,16 +237,23 @@ class RecordError(ValueError):
     wrong with it."""
 
 
-def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = SCHEMAS) -> None:
-    """Refuse a run record that fails workflow/schemas/run.schema.yaml, or that belongs in
-    another section's folder (one copied from elsewhere would show its figures as missing
-    beside its own). Workflow environment only: it needs jsonschema."""
+@functools.cache
+def _run_validator(schema_folder: str):
+    """The run record schema's validator, read once per folder (a summary or an archive
+    checks every section's record against it), its framework names the registry's."""
     import jsonschema
     import yaml
 
     schema = yaml.safe_load((Path(schema_folder) / "run.schema.yaml").read_text("utf-8"))
-    schema["properties"]["framework"]["enum"] = list(FRAMEWORKS)  # the registry's
-    error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(record)), None)
+    schema["properties"]["framework"]["enum"] = list(FRAMEWORKS)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = SCHEMAS) -> None:
+    """Refuse a run record that fails workflow/schemas/run.schema.yaml, or that belongs in
+    another section's folder (one copied from elsewhere would show its figures as missing
+    beside its own). Workflow environment only: it needs jsonschema."""
+    error = next(iter(_run_validator(str(schema_folder)).iter_errors(record)), None)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "the record"
         raise RecordError(f"{name}: not a run record: {where}: {error.message}")

@@ -107,7 +107,7 @@ PRESET = config["presets"][config["preset"]]
 AVAILABLE_CORES = (
     len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 )
-# Refused, not capped: a timing with more threads than cores is a different section.
+# Refused, not capped: a timing with more threads than cores measures something else.
 # A cluster submitter's own cores say nothing of the nodes': each job checks its own.
 if workflow.local_exec or workflow.remote_exec:
     try:
