@@ -27,6 +27,7 @@ runs contradict or lose of the quiet runs' decisive verdicts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -77,7 +78,13 @@ def measure(args: argparse.Namespace, config: dict, threads: int, width: float,
             reference: pd.DataFrame, mode: str) -> dict:
     """K runs of every section in one mode; the verdicts, medians, run times and stages."""
     verdicts, medians, walls, staging = [], [], [], []
-    with tempfile.TemporaryDirectory(prefix=f"verdict-stability-{mode}-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            tmp = args.keep / mode
+            tmp.mkdir(parents=True, exist_ok=False)
+        else:
+            tmp = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix=f"verdict-stability-{mode}-"))
         for k in range(args.runs):
             runs, frames, wall = {f: {} for f in args.frameworks}, [], 0.0
             for framework in args.frameworks:
@@ -253,6 +260,9 @@ def main() -> int:
     p.add_argument("--modes", nargs="+", default=["quiet"], choices=["quiet", "busy"],
                    help="quiet: nothing else running; busy: one core kept busy by a spin "
                         "the bench starts and stops (default: quiet)")
+    p.add_argument("--keep", type=Path, default=None,
+                   help="folder (new) that keeps every run's samples.csv and run.json, "
+                        "under <mode>/<run>/<framework>/<section>/ (default: a temporary one)")
     p.add_argument("--busy-limit", type=harness.positive_float, default=7200.0,
                    help="seconds the busy mode's spin may run at most (default: 7200)")
     args = p.parse_args()

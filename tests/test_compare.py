@@ -92,3 +92,22 @@ def test_rejects_no_cases_and_unknown_queue_only():
     with pytest.raises(ValueError, match="unknown"):
         compare({"a": lambda: None}, lambda: None, warmup=0, rounds=1, seed=0,
                 queue_only=["b"])
+
+
+def test_an_aa_pair_swaps_its_copies_in_every_other_process():
+    """The two copies of an A/A pair differ in how they came to be (built first or last;
+    PyTorch's first copy also lends its weights to the scripted and compiled nets): each
+    takes each label in half the processes, so such a difference cancels between
+    processes instead of biasing the pair away from 1."""
+    from d2lperf.timing import aa_roles
+
+    roles = [aa_roles("first", "second", process) for process in range(4)]
+    assert roles == [("first", "second"), ("second", "first")] * 2
+
+
+def test_both_hybridize_scripts_time_the_aa_pair_with_swapped_roles():
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parents[1] / "scripts/sections"
+    for framework in ("mxnet", "pytorch"):
+        assert "timing.aa_roles(" in (scripts / framework / "hybridize.py").read_text(), framework

@@ -77,8 +77,8 @@ def test_a_clear_effect_stops_after_the_first_stage_decided():
 
 class TwinSampler(FakeSampler):
     """FakeSampler with the A/A twin beside the two cases: the same work as
-    mlp_before_hybridize under another label, each instance off by its own 15% in each
-    process (the spread measured between MXNet's two instances on the build machine)."""
+    mlp_before_hybridize under another label, off by its own 15% in each process (a
+    process-level spread wide enough that the band's 5% cannot be resolved)."""
 
     def __call__(self, first: int, count: int) -> stages.Stage:
         stage = super().__call__(first, count)
@@ -94,8 +94,7 @@ class TwinSampler(FakeSampler):
 def test_the_a_a_check_is_judged_but_not_waited_for():
     """The claim decided at the first look stops the section, though its A/A pair,
     measured and judged alongside, is still inconclusive: a check of the method does
-    not spend the section's budget (at 15% between instances, the band's 5% would need
-    some thirty processes)."""
+    not spend the section's budget."""
     sampler = TwinSampler(ratio=0.5, noise=0.02)
     done, pooled, record = staged(sampler)
     assert sampler.calls == [(0, 4)] and record["stopped"] == stages.DECIDED

@@ -12,10 +12,9 @@ stage would not fit in its budget of seconds, or after the last planned stage.
 A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
 waited for: a section with nothing left to decide stops after its first stage.
 Nor is an A/A check: it is judged at every look on what was measured, but it checks
-the method (its interval should contain 1), and the band's 5% would cost some thirty
-processes where two instances of the same network differ by 15% from one process to
-the next (MXNet's MLP and its twin on the build machine); waiting for it would spend
-every section's budget on the check instead of the chapter's claims.
+the method (its interval should contain 1), and the budget belongs to the chapter's
+claims. The presets size the first stage so that a quiet machine resolves the A/A
+pairs too (docs/design.md, "Rounds are cheap, processes are not").
 
 The stages see one section, the report every section's claims: in the report's
 Holm step-down another section's claim may rank first and fail, which turns this

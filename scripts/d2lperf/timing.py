@@ -65,6 +65,13 @@ def round_orders(names: list[str], rounds: int, seed: int, process: int) -> list
     return orders
 
 
+def aa_roles(first, second, process: int) -> tuple:
+    """The two copies of an A/A pair, as (the case, its twin): swapped in every other
+    process. Whatever tells the copies apart (which was built first, what else shares
+    its weights) then cancels out between processes instead of biasing the pair."""
+    return (first, second) if process % 2 == 0 else (second, first)
+
+
 def compare(
     cases: Mapping[str, Callable[[], object] | Steps],
     sync: Callable[[], object],

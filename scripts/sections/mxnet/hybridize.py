@@ -67,9 +67,10 @@ def hybrid_sequential(args: argparse.Namespace, rec: Recorder) -> None:
     # Separate objects built up front, so the cases can be timed side by side: one to
     # hybridize (built first, so its layers keep the document's names, dense3-5) and two
     # identical imperative copies (an A/A pair: identical work under two labels, which
-    # must come out alike).
+    # must come out alike; the copies swap labels in every other process).
     net, plain, twin = get_net(), get_net(), get_net()
     net.hybridize()
+    plain, twin = timing.aa_roles(plain, twin, args.process)
     cases = {"mlp_before_hybridize": forward_passes(plain),
              "mlp_before_hybridize_twin": forward_passes(twin),
              "mlp_after_hybridize": forward_passes(net)}

@@ -145,9 +145,11 @@ def mlp(args: argparse.Namespace, rec: Recorder, work: Path) -> None:
     rec.output("mlp_output_hybridized", str(scripted(x)), scripted(x).tolist())
 
     # An A/A pair as in the MXNet twin: a second eager copy of the same MLP, timed beside
-    # the first, shows how far apart identical work is measured.
-    twin = get_net().to(device)
-    cases = {"mlp_before_hybridize": net, "mlp_before_hybridize_twin": twin,
+    # the first, shows how far apart identical work is measured. The copies swap labels
+    # in every other process: only ``net`` lends its weights to the scripted and compiled
+    # nets.
+    plain, twin = timing.aa_roles(net, get_net().to(device), args.process)
+    cases = {"mlp_before_hybridize": plain, "mlp_before_hybridize_twin": twin,
              "mlp_after_hybridize": scripted}
     if compiles:
         try:
