@@ -14,7 +14,7 @@ waited for: a section with nothing left to decide stops after its first stage.
 Nor is an A/A check: it is judged at every look on what was measured, but it checks
 the method (its interval should contain 1), and the budget belongs to the chapter's
 claims. The presets size the first stage so that a quiet machine resolves the A/A
-pairs too (docs/design.md, "Rounds are cheap, processes are not").
+pairs too (docs/design.md, "Verdicts and measurement").
 
 The stages see one section, the report every section's claims: in the report's
 Holm step-down another section's claim may rank first and fail, which turns this
