@@ -13,7 +13,7 @@ A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
 waited for: a section with nothing left to decide stops after its first stage.
 Nor is an A/A check: it is judged at every look on what was measured, but it checks
 the method (its interval should contain 1), and the budget belongs to the chapter's
-claims. The presets size the first stage so that a quiet machine resolves the A/A
+claims. The presets size the first stage so that a quiet machine resolves most A/A
 pairs too (docs/design.md, "Verdicts and measurement").
 
 The stages see one section, the report every section's claims: in the report's
