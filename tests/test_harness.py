@@ -68,3 +68,11 @@ def test_the_steadiness_probe_runs_on_the_timings_thread_count(tmp_path):
     steadiness = record["steadiness"]
     assert steadiness["probe_threads"] == 2 and steadiness["before"]["probe_threads"] == 2
     assert len(steadiness["before"]["probe_s"]) == 5
+
+
+def test_a_spent_budget_stops_launching_processes_after_the_first_two(tmp_path):
+    # the toy has no claims: its processes are what it is run for, but not past its budget
+    record, started = run_toy(tmp_path, False, "--processes", "4", "--budget-seconds", "0.001")
+    assert started == ["0", "1"] and len(record["processes"]) == 2
+    assert record["parameters"]["processes"] == 4  # what was asked, beside what ran
+    assert record["stages"]["history"][0]["cut_short"]

@@ -32,15 +32,20 @@ class FakeSampler:
     logic is under test. ``loads`` gives each stage's load (quiet when it runs out)."""
 
     def __init__(self, ratio: float, noise: float, offset: float = 0.0,
-                 loads: list[dict] | None = None, seconds: float = 1.0, seed: int = 0):
+                 loads: list[dict] | None = None, seconds: float = 1.0, seed: int = 0,
+                 walls: list[float] | None = None):
         self.ratio, self.noise, self.offset, self.seconds = ratio, noise, offset, seconds
-        self.loads, self.calls = list(loads or []), []
+        self.loads, self.calls, self.elapsed = list(loads or []), [], 0.0
+        self.walls = list(walls or [])  # each process's wall time, else ``seconds``
         self.rng = random.Random(seed)
 
-    def __call__(self, first: int, count: int) -> stages.Stage:
-        self.calls.append((first, count))
+    def __call__(self, first: int, count: int, room=lambda records: True) -> stages.Stage:
         records, rows = [], []
         for process in range(first, first + count):
+            if records and not room(records):
+                break
+            wall = self.walls.pop(0) if self.walls else self.seconds
+            self.elapsed += wall
             shift = math.exp(self.rng.gauss(0, self.offset))
             for repeat in range(3):
                 for case, base in (("mlp_before_hybridize", 1.0),
@@ -48,16 +53,16 @@ class FakeSampler:
                     value = base * shift * math.exp(self.rng.gauss(0, self.noise))
                     rows.append({"case": case, "metric": "time", "process": process,
                                  "repeat": repeat, "value": value})
-            records.append({"status": "ok", "wall_seconds": self.seconds,
+            records.append({"status": "ok", "wall_seconds": wall,
                             "framework": "mxnet", "execution": MXNET_CPU})
+        self.calls.append((first, len(records)))
         load = self.loads.pop(0) if self.loads else QUIET
         return stages.Stage(records, rows, load, probe_s=0.2)
 
 
 def staged(sampler, budget=1000.0, wait=lambda seconds: True, first=4):
     return stages.run(sampler, first, section="hybridize", band=0.05, budget=budget,
-                      threads=2, wait=wait, clock=lambda: sum(c for _, c in sampler.calls)
-                      * sampler.seconds)
+                      threads=2, wait=wait, clock=lambda: sampler.elapsed)
 
 
 def test_the_plan_and_each_looks_share_of_the_error_rate():
@@ -80,9 +85,9 @@ class TwinSampler(FakeSampler):
     mlp_before_hybridize under another label, off by its own 15% in each process (a
     process-level spread wide enough that the band's 5% cannot be resolved)."""
 
-    def __call__(self, first: int, count: int) -> stages.Stage:
-        stage = super().__call__(first, count)
-        for process in range(first, first + count):
+    def __call__(self, first: int, count: int, room=lambda records: True) -> stages.Stage:
+        stage = super().__call__(first, count, room)
+        for process in range(first, first + len(stage.records)):
             instance = math.exp(self.rng.gauss(0, 0.15))
             for row in [r for r in stage.rows if r["process"] == process
                         and r["case"] == "mlp_before_hybridize"]:
@@ -123,6 +128,39 @@ def test_a_stage_that_would_not_fit_in_the_budget_is_not_started():
     done, pooled, record = staged(FakeSampler(ratio=0.95, noise=0.05, seconds=10.0),
                                   budget=80.0)
     assert record["count"] == 2
+
+
+def test_a_first_stage_slower_than_its_budget_is_cut_short_after_two_processes():
+    """The budget bounds the first stage too: a machine on which each process takes a
+    third of the budget stops launching them once the next would not fit."""
+    sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03, seconds=60.0)
+    done, pooled, record = staged(sampler, budget=180.0, first=8)
+    assert sampler.calls == [(0, 3)]  # 3 x 60 s = 180 s: a fourth would end at 240
+    assert record["stopped"] == stages.BUDGET and record["processes_pooled"] == 3
+    assert record["history"][0]["processes"] == [0, 3]
+    assert record["history"][0]["cut_short"]
+    assert "3 of its 8 processes" in record["why"] and "180 s" in record["why"]
+    # however slow, the first two run: one process shows no spread between processes
+    sampler = FakeSampler(ratio=0.95, noise=0.05, seconds=500.0)
+    _, _, record = staged(sampler, budget=180.0, first=8)
+    assert sampler.calls == [(0, stages.MIN_PROCESSES)]
+    assert record["stopped"] == stages.BUDGET
+
+
+def test_a_cut_stage_that_decided_says_decided():
+    sampler = FakeSampler(ratio=0.5, noise=0.02, seconds=60.0)
+    _, _, record = staged(sampler, budget=200.0, first=8)
+    assert sampler.calls == [(0, 3)] and record["stopped"] == stages.DECIDED
+
+
+def test_a_later_stage_slower_than_predicted_is_cut_short_too():
+    # the first stage's processes took 10 s each, the second's take 40: the second stage
+    # was started (4 x 10 s fit), and stops launching once the next would not fit
+    sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03, walls=[10.0] * 4 + [40.0] * 8)
+    _, _, record = staged(sampler, budget=130.0)
+    # 40 s spent, then 80 (the last took 40: 120 fits), 120 (160 does not)
+    assert sampler.calls == [(0, 4), (4, 2)]
+    assert record["stopped"] == stages.BUDGET and record["history"][1]["cut_short"]
 
 
 def test_a_busy_stage_is_waited_out_measured_again_and_set_aside():
@@ -187,10 +225,11 @@ class CaseSampler:
         self.framework, self.execution = framework, execution or MXNET_CPU
         self.rng, self.calls, self.seconds = random.Random(seed), [], 1.0
 
-    def __call__(self, first: int, count: int) -> stages.Stage:
-        self.calls.append((first, count))
+    def __call__(self, first: int, count: int, room=lambda records: True) -> stages.Stage:
         rows, records = [], []
         for process in range(first, first + count):
+            if records and not room(records):
+                break
             shift = math.exp(self.rng.gauss(0, self.offset))
             for repeat in range(3):
                 for case, base in self.cases.items():
@@ -199,6 +238,7 @@ class CaseSampler:
                                  * math.exp(self.rng.gauss(0, self.noise))})
             records.append({"status": "ok", "wall_seconds": 1.0, "framework": self.framework,
                             "execution": self.execution})
+        self.calls.append((first, len(records)))
         return stages.Stage(records, rows, QUIET, probe_s=0.2)
 
 
@@ -222,6 +262,20 @@ def test_a_section_whose_claims_do_not_apply_here_stops_after_its_first_stage():
                               "device_kind": "cpu", "queues_work": False,
                               "separate_devices": False})
     _, _, record = stages.run(sampler, 4, section="async_computation", band=0.05,
+                              budget=1000, threads=2, wait=lambda s: True,
+                              clock=lambda s=sampler: len(s.calls))
+    # nor are the first stage's processes past the first two: nothing here needs them
+    assert sampler.calls == [(0, stages.MIN_PROCESSES)]
+    assert record["stopped"] == stages.NOTHING
+
+
+def test_a_section_with_an_a_a_check_runs_its_processes_though_no_claim_applies():
+    # PyTorch's draws on a CPU: no claim applies, but the A/A pair needs its processes
+    sampler = CaseSampler({"generate_x": 1.0, "generate_y": 1.0, "generate_together": 2.0},
+                          framework="pytorch", execution={
+                              "device_kind": "cpu", "queues_work": False,
+                              "separate_devices": False})
+    _, _, record = stages.run(sampler, 4, section="small_ops_parallel", band=0.05,
                               budget=1000, threads=2, wait=lambda s: True,
                               clock=lambda s=sampler: len(s.calls))
     assert sampler.calls == [(0, 4)] and record["stopped"] == stages.NOTHING

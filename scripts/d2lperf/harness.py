@@ -139,8 +139,8 @@ def _run_processes(section: str, args: argparse.Namespace, argv: list[str],
     process that skips (or refuses) ends the section there, skipped: no other process
     is started."""
     with children.temporary_folder(f"{section}-processes-") as tmp:
-        def spawn(first: int, count: int) -> stages.Stage:
-            return _run_stage(section, args, argv, Path(tmp), first, count)
+        def spawn(first: int, count: int, room: stages.Room) -> stages.Stage:
+            return _run_stage(section, args, argv, Path(tmp), first, count, room)
 
         probe = statistics.median(before["probe_s"]) if before else None
         done, pooled, staging = stages.run(
@@ -169,12 +169,16 @@ def _run_processes(section: str, args: argparse.Namespace, argv: list[str],
 
 
 def _run_stage(section: str, args: argparse.Namespace, argv: list[str], tmp: Path,
-               first: int, count: int) -> stages.Stage:
-    """Processes ``first`` to ``first + count - 1``, one after the other, with the cores
-    other programs used meanwhile and the threaded probe after them."""
+               first: int, count: int, room: stages.Room) -> stages.Stage:
+    """Processes ``first`` to ``first + count - 1``, one after the other, while ``room``
+    allows the next, with the cores other programs used meanwhile and the threaded probe
+    after them."""
     records, rows = [], []
     window = steadiness.Window()
     for index in range(first, first + count):
+        if records and not room(records):
+            print(f"{section}: no room for process {index + 1} in the budget", flush=True)
+            break
         csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
         print(f"{section}: process {index + 1} (stage of {first + 1}-{first + count})",
               flush=True)

@@ -9,8 +9,18 @@ for the small draws), the same interval, rule and Holm's correction, at this
 look's confidence. There is no second list of comparisons to drift from the
 claims. The section stops when every claim that applies is decisive, when the next
 stage would not fit in its budget of seconds, or after the last planned stage.
+The budget bounds every stage, the first too: a stage is started only when it fits
+at the median wall time of the section's processes so far, and no further process
+is launched once the next would not fit at that median or the last process's wall
+time, whichever is longer (a machine slower than the preset assumed
+cuts the stage short and the look happens on what was measured). The first
+``MIN_PROCESSES`` run whatever the budget: one process shows no spread between
+processes, and the intervals are built on it.
 A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
-waited for: a section with nothing left to decide stops after its first stage.
+waited for: a section with nothing left to decide stops after its first stage, and
+where neither a claim nor an A/A check of the section applies here, that stage ends
+after its first ``MIN_PROCESSES``: the section's figures are findings beside the
+claims, not evidence any verdict waits for.
 Nor is an A/A check: it is judged at every look on what was measured, but it checks
 the method (its interval should contain 1), and the budget belongs to the chapter's
 claims. The presets size the first stage so that a quiet machine resolves most A/A
@@ -57,6 +67,7 @@ from d2lperf import claims, stats, steadiness
 from d2lperf.measurements import Measurements
 
 ALPHA = 1 - stats.CONFIDENCE  # the error rate all looks of a section share
+MIN_PROCESSES = 2  # a section's first processes, run whatever its budget
 PLAN = (1, 1, 2)  # stage sizes in units of the first stage's processes
 WAIT_SHARE = 0.1  # at most this share of the budget waited, once, for a busy machine
 WAIT_LIMIT_S = 30.0  # and never longer than this
@@ -108,13 +119,18 @@ class Stage:
     probe_s: float | None = None
 
 
-def run(spawn: Callable[[int, int], Stage], first: int, *, section: str, band: float,
+Room = Callable[[Sequence[dict[str, Any]]], bool]
+
+
+def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, band: float,
         budget: float, threads: int, probe_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         wait: Callable[[float], bool] | None = None) -> tuple[list[Stage], list[bool],
                                                                 dict[str, Any]]:
-    """Run the planned stages through ``spawn(first_index, count)`` until decided, the
-    budget is spent or the plan ends. ``probe_s``: the section's threaded probe before
+    """Run the planned stages through ``spawn(first_index, count, room)`` until decided,
+    the budget is spent or the plan ends; ``spawn`` asks ``room(records)`` (the stage's
+    run records so far) before each further process of the stage, and launches it only
+    when that says yes. ``probe_s``: the section's threaded probe before
     its first stage. Returns every stage measured, which of them are pooled, and the
     record of how it went (``stages`` in run.json). ``wait(seconds)`` waits for the
     machine to quieten and says whether it did."""
@@ -129,15 +145,26 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, section: str, band: f
     next_index, may_wait, stopped = 0, True, MAX_STAGES
     probes = [probe_s] if probe_s is not None else []
 
+    def room(records: Sequence[dict[str, Any]]) -> bool:
+        walls = [r.get("wall_seconds") or 0.0 for s in done for r in s.records]
+        walls += [r.get("wall_seconds") or 0.0 for r in records]
+        if len(walls) < MIN_PROCESSES:
+            return True
+        if not _anything_to_judge(section, (done[0].records if done else records)[0]):
+            return False
+        # a machine that just slowed down is judged by its latest process
+        return clock() - started + max(statistics.median(walls), walls[-1]) <= budget
+
     def measure(number: int, count: int, retry: bool = False) -> Stage:
         nonlocal next_index
-        stage = spawn(next_index, count)
+        stage = spawn(next_index, count, room)
         reasons = steadiness.busy(stage.load, threads, probes, stage.probe_s)
         history.append({"stage": number + 1, "retry": retry,
                         "processes": [next_index, next_index + len(stage.records)],
+                        "cut_short": len(stage.records) < count and not _skipped(stage),
                         "load": stage.load, "probe_s": stage.probe_s,
                         "busy": bool(reasons), "busy_why": reasons})
-        next_index += count
+        next_index += len(stage.records)
         done.append(stage)
         if stage.probe_s is not None:
             probes.append(stage.probe_s)
@@ -170,6 +197,9 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, section: str, band: f
         if all(a["decided"] for a in waited_for):
             stopped = DECIDED
             break
+        if history[-1]["cut_short"]:
+            stopped = BUDGET
+            break
     pooled = _pool(history)
     for entry, keep in zip(history, pooled):
         entry["pooled"] = keep
@@ -180,11 +210,20 @@ def run(spawn: Callable[[int, int], Stage], first: int, *, section: str, band: f
         "budget_seconds": budget, "band": band, "count": len(done),
         "looks": sum(1 for h in history if "look" in h),
         "processes_pooled": sum(len(s.records) for s, keep in zip(done, pooled) if keep),
-        "stopped": stopped, "why": _why(stopped, history, budget),
+        "stopped": stopped, "why": _why(stopped, history, budget, sizes),
         "all_busy": bool(history) and all(h["busy"] for h in history),
         "seconds": round(clock() - started, 3), "history": history,
     }
     return done, pooled, record
+
+
+def _anything_to_judge(section: str, record: dict[str, Any]) -> bool:
+    """Whether a claim or an A/A check of ``section`` applies where ``record`` ran; true
+    for a section with neither anywhere (its processes are what it is run for)."""
+    if section not in sections() or any(pair[1] == section for pair in claims.AA_PAIRS):
+        return True
+    own = {c.name for c in claims.CLAIMS if c.section == section}
+    return bool(own & set(claims.applying_claims(record["framework"], record)))
 
 
 def _skipped(stage: Stage) -> bool:
@@ -205,12 +244,18 @@ def _pool(history: list[dict[str, Any]]) -> list[bool]:
     return quiet if any(quiet) else [True] * len(history)
 
 
-def _why(stopped: str, history: list[dict[str, Any]], budget: float) -> str:
+def _why(stopped: str, history: list[dict[str, Any]], budget: float,
+         sizes: list[int]) -> str:
     answers = next((h["look"] for h in reversed(history) if h.get("look")), [])
     open_ = [a["question"] for a in answers if not a["decided"] and a["kind"] == "claim"]
     if stopped == DECIDED:
         return "every claim decided: " + ", ".join(
             f"{a['question']} {a['verdict']}" for a in answers)
+    if stopped == BUDGET and history and history[-1]["cut_short"]:
+        last = history[-1]
+        ran = last["processes"][1] - last["processes"][0]
+        return (f"{budget:g} s spent after {ran} of its {sizes[last['stage'] - 1]} "
+                f"processes of stage {last['stage']}; undecided: " + ", ".join(open_))
     if stopped == BUDGET:
         return f"the next stage would not fit in {budget:g} s; undecided: " + ", ".join(open_)
     if stopped == MAX_STAGES:
