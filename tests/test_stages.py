@@ -220,8 +220,9 @@ class CaseSampler:
     ``execution``), as a section's own records do."""
 
     def __init__(self, cases: dict[str, float], noise: float = 0.02, offset: float = 0.0,
-                 framework: str = "mxnet", execution: dict | None = None, seed: int = 0):
-        self.cases, self.noise, self.offset = cases, noise, offset
+                 framework: str = "mxnet", execution: dict | None = None, seed: int = 0,
+                 load: dict | None = None):
+        self.cases, self.noise, self.offset, self.load = cases, noise, offset, load or QUIET
         self.framework, self.execution = framework, execution or MXNET_CPU
         self.rng, self.calls, self.seconds = random.Random(seed), [], 1.0
 
@@ -239,7 +240,7 @@ class CaseSampler:
             records.append({"status": "ok", "wall_seconds": 1.0, "framework": self.framework,
                             "execution": self.execution})
         self.calls.append((first, len(records)))
-        return stages.Stage(records, rows, QUIET, probe_s=0.2)
+        return stages.Stage(records, rows, self.load, probe_s=0.2)
 
 
 def test_an_overlap_section_stops_on_its_claims_hidden_share_not_on_together_over_the_sum():
@@ -267,6 +268,21 @@ def test_a_section_whose_claims_do_not_apply_here_stops_after_its_first_stage():
     # nor are the first stage's processes past the first two: nothing here needs them
     assert sampler.calls == [(0, stages.MIN_PROCESSES)]
     assert record["stopped"] == stages.NOTHING
+
+
+def test_a_busy_stage_of_a_section_with_nothing_to_judge_here_is_not_measured_again():
+    # its figures are findings: a busy stage is kept, and the record says it was busy
+    sampler = CaseSampler({"add_loop_asynchronous": 1.0, "add_loop_synchronous": 1.0},
+                          framework="pytorch", execution={
+                              "device_kind": "cpu", "queues_work": False,
+                              "separate_devices": False}, load=BUSY)
+    waits = []
+    _, pooled, record = stages.run(sampler, 4, section="async_computation", band=0.05,
+                                   budget=1000, threads=2,
+                                   wait=lambda s: waits.append(s) or True,
+                                   clock=lambda s=sampler: len(s.calls))
+    assert sampler.calls == [(0, stages.MIN_PROCESSES)] and not waits
+    assert pooled == [True] and record["history"][0]["busy"]
 
 
 def test_a_section_with_an_a_a_check_runs_its_processes_though_no_claim_applies():
@@ -428,3 +444,18 @@ def test_the_report_says_how_many_stages_a_section_took_and_why():
            "not fit in 100 s; undecided: hybridize_speeds_up_mlp" in line["text"]
     assert ("each look at 98.3% (Bonferroni: 0.05 shared by 3 planned looks; Holm over the "
             "framework's claims)") in line["text"]
+
+
+def test_the_report_says_how_many_processes_ran_when_the_budget_cut_the_first_stage():
+    from d2lperf.report.sections_view import run_line
+
+    _, _, record = staged(FakeSampler(ratio=0.95, noise=0.05, offset=0.03, seconds=60.0),
+                          budget=180.0, first=8)
+    processes = [{"status": "ok"}] * 3
+    line = run_line({"status": "ok", "wall_seconds": 180.0, "processes": processes,
+                     "parameters": {"repeats": 10, "processes": 8, "warmup": 1},
+                     "stages": record})
+    assert "10 shuffled rounds × 3 process(es) (8 planned first) after 1 warm-up" \
+        in line["text"]
+    assert "stopped: budget spent (180 s spent after 3 of its 8 processes of stage 1" \
+        in line["text"]

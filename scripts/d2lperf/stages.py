@@ -19,8 +19,9 @@ processes, and the intervals are built on it.
 A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
 waited for: a section with nothing left to decide stops after its first stage, and
 where neither a claim nor an A/A check of the section applies here, that stage ends
-after its first ``MIN_PROCESSES``: the section's figures are findings beside the
-claims, not evidence any verdict waits for.
+after its first ``MIN_PROCESSES``, busy or not (nor is a busy stage measured again):
+the section's figures are findings beside the claims, not evidence any verdict waits
+for.
 Nor is an A/A check: it is judged at every look on what was measured, but it checks
 the method (its interval should contain 1), and the budget belongs to the chapter's
 claims. The presets size the first stage so that a quiet machine resolves most A/A
@@ -175,7 +176,8 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
             stopped = BUDGET
             break
         stage = measure(number, count)
-        if questions and not _skipped(stage) and history[-1]["busy"] and may_wait:
+        if (questions and not _skipped(stage) and history[-1]["busy"] and may_wait
+                and _anything_to_judge(section, done[0].records[0])):
             # wait for the machine to quieten (bounded), then measure this stage again;
             # a wait that timed out says the load stays: no more waiting in this section
             left = max(0.0, budget - (clock() - started))

@@ -57,8 +57,11 @@ def run_line(run: Row | None) -> Row:
     params = run.get("parameters") or {}
     text = f"{run.get('wall_seconds', '–')} s"
     if params.get("repeats") is not None:
-        text += (f", {params['repeats']} shuffled rounds × {params.get('processes', 1)} "
-                 f"process(es) after {params.get('warmup', 0)} warm-up")
+        asked = params.get("processes", 1)
+        ran = len(run.get("processes") or []) or asked  # the stages may run more, or fewer
+        planned = f" ({asked} planned first)" if ran != asked else ""
+        text += (f", {params['repeats']} shuffled rounds × {ran} process(es){planned} "
+                 f"after {params.get('warmup', 0)} warm-up")
     threads = (run.get("threads") or {}).get("OMP_NUM_THREADS")
     if threads:
         text += f", {threads} thread(s)"
