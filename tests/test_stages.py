@@ -22,6 +22,7 @@ from d2lperf import stages, stats, steadiness
 from d2lperf.configcheck import ConfigError, check_config
 
 MXNET_CPU = {"device_kind": "cpu", "queues_work": True, "separate_devices": True}
+PYTORCH_CPU = {"device_kind": "cpu", "queues_work": False, "separate_devices": False}
 QUIET = {"others_cores": 0.0, "own_cores": 2.0, "cores": 2, "wall_s": 1.0}
 BUSY = {"others_cores": 1.0, "own_cores": 1.0, "cores": 2, "wall_s": 1.0}
 
@@ -243,13 +244,17 @@ class CaseSampler:
         return stages.Stage(records, rows, self.load, probe_s=0.2)
 
 
+def run_cases(sampler: CaseSampler, section: str, wait=lambda seconds: True):
+    """The stages of ``section`` over a CaseSampler: 4 processes first, a 1000 s budget."""
+    return stages.run(sampler, 4, section=section, band=0.05, budget=1000, threads=2,
+                      wait=wait, clock=lambda: len(sampler.calls))
+
+
 def test_an_overlap_section_stops_on_its_claims_hidden_share_not_on_together_over_the_sum():
     # together / (a + b) = 0.75 lies far below the band, but the hidden share sits on the
     # claim's 50%: the claim cannot be decided, so the stages measure every planned stage
     sampler = CaseSampler({"cpu_only": 1.0, "gpu_only": 1.0, "cpu_and_gpu": 1.5})
-    _, _, record = stages.run(sampler, 4, section="auto_parallelism", band=0.05,
-                              budget=1000, threads=2, wait=lambda s: True,
-                              clock=lambda s=sampler: len(s.calls))
+    _, _, record = run_cases(sampler, "auto_parallelism")
     assert record["stopped"] == stages.MAX_STAGES, record["why"]
     answer = record["history"][-1]["look"][0]
     assert answer["question"] == "cpu_gpu_overlap" and not answer["decided"]
@@ -259,12 +264,8 @@ def test_an_overlap_section_stops_on_its_claims_hidden_share_not_on_together_ove
 def test_a_section_whose_claims_do_not_apply_here_stops_after_its_first_stage():
     # eager PyTorch on a CPU queues nothing: neither claim of the section applies
     sampler = CaseSampler({"add_loop_asynchronous": 1.0, "add_loop_synchronous": 1.0},
-                          framework="pytorch", execution={
-                              "device_kind": "cpu", "queues_work": False,
-                              "separate_devices": False})
-    _, _, record = stages.run(sampler, 4, section="async_computation", band=0.05,
-                              budget=1000, threads=2, wait=lambda s: True,
-                              clock=lambda s=sampler: len(s.calls))
+                          framework="pytorch", execution=PYTORCH_CPU)
+    _, _, record = run_cases(sampler, "async_computation")
     # nor are the first stage's processes past the first two: nothing here needs them
     assert sampler.calls == [(0, stages.MIN_PROCESSES)]
     assert record["stopped"] == stages.NOTHING
@@ -273,14 +274,10 @@ def test_a_section_whose_claims_do_not_apply_here_stops_after_its_first_stage():
 def test_a_busy_stage_of_a_section_with_nothing_to_judge_here_is_not_measured_again():
     # its figures are findings: a busy stage is kept, and the record says it was busy
     sampler = CaseSampler({"add_loop_asynchronous": 1.0, "add_loop_synchronous": 1.0},
-                          framework="pytorch", execution={
-                              "device_kind": "cpu", "queues_work": False,
-                              "separate_devices": False}, load=BUSY)
+                          framework="pytorch", execution=PYTORCH_CPU, load=BUSY)
     waits = []
-    _, pooled, record = stages.run(sampler, 4, section="async_computation", band=0.05,
-                                   budget=1000, threads=2,
-                                   wait=lambda s: waits.append(s) or True,
-                                   clock=lambda s=sampler: len(s.calls))
+    _, pooled, record = run_cases(sampler, "async_computation",
+                                  wait=lambda s: waits.append(s) or True)
     assert sampler.calls == [(0, stages.MIN_PROCESSES)] and not waits
     assert pooled == [True] and record["history"][0]["busy"]
 
@@ -288,12 +285,8 @@ def test_a_busy_stage_of_a_section_with_nothing_to_judge_here_is_not_measured_ag
 def test_a_section_with_an_a_a_check_runs_its_processes_though_no_claim_applies():
     # PyTorch's draws on a CPU: no claim applies, but the A/A pair needs its processes
     sampler = CaseSampler({"generate_x": 1.0, "generate_y": 1.0, "generate_together": 2.0},
-                          framework="pytorch", execution={
-                              "device_kind": "cpu", "queues_work": False,
-                              "separate_devices": False})
-    _, _, record = stages.run(sampler, 4, section="small_ops_parallel", band=0.05,
-                              budget=1000, threads=2, wait=lambda s: True,
-                              clock=lambda s=sampler: len(s.calls))
+                          framework="pytorch", execution=PYTORCH_CPU)
+    _, _, record = run_cases(sampler, "small_ops_parallel")
     assert sampler.calls == [(0, 4)] and record["stopped"] == stages.NOTHING
 
 
@@ -309,9 +302,7 @@ def test_what_the_stages_call_decided_the_report_shows_decided():
         sampler = CaseSampler({"mlp_before_hybridize": 1.0, "mlp_after_hybridize": 0.9,
                                "mlp_before_hybridize_twin": 1.0}, noise=0.03, offset=0.03,
                               seed=seed)
-        done, pooled, record = stages.run(sampler, 4, section="hybridize", band=0.05,
-                                          budget=1000, threads=2, wait=lambda s: True,
-                                          clock=lambda s=sampler: len(s.calls))
+        done, pooled, record = run_cases(sampler, "hybridize")
         samples = pd.DataFrame([
             {"section": "hybridize", "framework": "mxnet", "unit": "s", "position": "",
              "epoch": None, "devices": "", **row}
