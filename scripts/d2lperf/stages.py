@@ -9,11 +9,11 @@ for the small draws), the same interval, rule and Holm's correction, at this
 look's confidence. There is no second list of comparisons to drift from the
 claims. The section stops when every claim that applies is decisive, when the next
 stage would not fit in its budget of seconds, or after the last planned stage.
-The budget bounds every stage, the first too: a stage is started only when it fits
-at the median wall time of the section's processes so far, and no further process
-is launched once the next would not fit at that median or the last process's wall
-time, whichever is longer (a machine slower than the preset assumed
-cuts the stage short and the look happens on what was measured). The first
+The budget bounds every stage, the first too: a stage is started only when it fits,
+and no further process is launched once the next would not fit, each process
+estimated at the median wall time of the section's processes so far or the last
+one's, whichever is longer (a machine slower than the preset assumed cuts the
+stage short and the look happens on what was measured). The first
 ``MIN_PROCESSES`` run whatever the budget: one process shows no spread between
 processes, and the intervals are built on it.
 A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
@@ -147,14 +147,12 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
     probes = [probe_s] if probe_s is not None else []
 
     def room(records: Sequence[dict[str, Any]]) -> bool:
-        walls = [r.get("wall_seconds") or 0.0 for s in done for r in s.records]
-        walls += [r.get("wall_seconds") or 0.0 for r in records]
+        walls = _walls(done, records)
         if len(walls) < MIN_PROCESSES:
             return True
-        if not _anything_to_judge(section, (done[0].records if done else records)[0]):
-            return False
-        # a machine that just slowed down is judged by its latest process
-        return clock() - started + max(statistics.median(walls), walls[-1]) <= budget
+        first_record = (done[0].records if done else records)[0]
+        return (not _nothing_here(section, first_record)
+                and _fits(walls, 1, clock() - started, budget))
 
     def measure(number: int, count: int, retry: bool = False) -> Stage:
         nonlocal next_index
@@ -172,18 +170,18 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
         return stage
 
     for number, count in enumerate(sizes):
-        if number and not _fits(done, count, clock() - started, budget):
+        if number and not _fits(_walls(done), count, clock() - started, budget):
             stopped = BUDGET
             break
         stage = measure(number, count)
         if (questions and not _skipped(stage) and history[-1]["busy"] and may_wait
-                and _anything_to_judge(section, done[0].records[0])):
+                and not _nothing_here(section, done[0].records[0])):
             # wait for the machine to quieten (bounded), then measure this stage again;
             # a wait that timed out says the load stays: no more waiting in this section
             left = max(0.0, budget - (clock() - started))
             may_wait = wait(min(WAIT_LIMIT_S, WAIT_SHARE * budget, left))
             history[-1]["waited_for_quiet"] = may_wait
-            if _fits(done, count, clock() - started, budget):
+            if _fits(_walls(done), count, clock() - started, budget):
                 stage = measure(number, count, retry=True)
         if _skipped(stage):
             stopped = SKIPPED
@@ -219,24 +217,31 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
     return done, pooled, record
 
 
-def _anything_to_judge(section: str, record: dict[str, Any]) -> bool:
-    """Whether a claim or an A/A check of ``section`` applies where ``record`` ran; true
-    for a section with neither anywhere (its processes are what it is run for)."""
+def _nothing_here(section: str, record: dict[str, Any]) -> bool:
+    """Whether ``section`` has claims or A/A checks, none of which applies where
+    ``record`` ran (a section without any is run for its processes: not this)."""
     if section not in sections() or any(pair[1] == section for pair in claims.AA_PAIRS):
-        return True
+        return False
     own = {c.name for c in claims.CLAIMS if c.section == section}
-    return bool(own & set(claims.applying_claims(record["framework"], record)))
+    return not own & set(claims.applying_claims(record["framework"], record))
 
 
 def _skipped(stage: Stage) -> bool:
     return any(r.get("status") != "ok" for r in stage.records)
 
 
-def _fits(done: list[Stage], count: int, spent: float, budget: float) -> bool:
-    """Whether ``count`` more processes, at the median wall time of those so far, fit
-    (the median: a first process that also compiles, say, is not what the next cost)."""
-    walls = [r.get("wall_seconds") or 0.0 for s in done for r in s.records]
-    per_process = statistics.median(walls) if walls else 0.0
+def _walls(stages: Sequence[Stage], records: Sequence[dict[str, Any]] = ()) -> list[float]:
+    """The wall times of the stages' processes, then of ``records``, in order."""
+    return [r.get("wall_seconds") or 0.0
+            for r in [*(r for s in stages for r in s.records), *records]]
+
+
+def _fits(walls: Sequence[float], count: int, spent: float, budget: float) -> bool:
+    """Whether ``count`` more processes fit, each at the median of ``walls`` or the last
+    of them, whichever is longer (the median: a first process that also compiles, say,
+    is not what the next costs; the last: a machine that just slowed down is judged by
+    its latest process)."""
+    per_process = max(statistics.median(walls), walls[-1]) if walls else 0.0
     return spent + count * per_process <= budget
 
 
