@@ -49,20 +49,40 @@ class Steps:
             step()
 
 
+def williams_rounds(n: int) -> list[list[int]]:
+    """Williams's balanced Latin square on n cases: n orders (2n for odd n, each also
+    reversed) in which every case takes every position, and follows every other case,
+    equally often."""
+    base, low, high = [0], 1, n - 1
+    while low <= high:
+        base.append(low)
+        if low != high:
+            base.append(high)
+        low, high = low + 1, high - 1
+    orders = [[(case + shift) % n for case in base[:n]] for shift in range(n)]
+    return orders + [order[::-1] for order in orders] if n % 2 else orders
+
+
 def round_orders(names: list[str], rounds: int, seed: int, process: int) -> list[list[str]]:
-    """The order of the cases in every round: shuffled by a generator seeded with
-    (seed, process); the first round is led by ``names[process % n]``, so that the
-    processes of a section take turns at leading."""
+    """The order of the cases in every round, in blocks that balance the order: within a
+    block of ``williams_rounds`` each case runs in every position, and just after every
+    other case, equally often. The same seed gives every run the same orders, so an effect
+    of what ran just before (a cache or allocator left warm) would otherwise be one fixed
+    bias between the cases, in every run alike. A generator seeded with (seed, process)
+    assigns the cases to the square and shuffles the rounds of each block; the first round
+    is led by ``names[process % n]``, so that the processes of a section take turns at
+    leading."""
     rng = random.Random(f"{seed}/{process}")
-    orders = []
-    for index in range(rounds):
-        order = rng.sample(names, len(names))
-        if index == 0:
-            leader = names[process % len(names)]
-            order.remove(leader)
-            order.insert(0, leader)
-        orders.append(order)
-    return orders
+    n = len(names)
+    cases = rng.sample(names, n)
+    square = [[cases[i] for i in order] for order in williams_rounds(n)]
+    orders: list[list[str]] = []
+    while len(orders) < max(rounds, 1):
+        orders += rng.sample(square, len(square))
+    leader = names[process % n]
+    first = next(i for i, order in enumerate(orders[:len(square)]) if order[0] == leader)
+    orders[0], orders[first] = orders[first], orders[0]
+    return orders[:rounds]
 
 
 def aa_roles(first, second, process: int) -> tuple:
