@@ -1,5 +1,7 @@
 """The side-by-side harness: warm-up first, shuffled rounds, positions, sync placement."""
 
+from collections import Counter
+
 import pytest
 
 from d2lperf.timing import Steps, compare, round_orders
@@ -64,7 +66,6 @@ def test_order_balances_position_and_what_came_just_before(names):
     an effect of order (what ran just before) would otherwise be one fixed bias between
     the cases of every run (y/x of PyTorch's identical draws read 1.0025-1.0089 in 7 of 8
     runs when y followed the two-matrix draw 316 times against x's 256)."""
-    from collections import Counter
     block = len(names) * (2 if len(names) % 2 else 1)
     for process in range(4):
         orders = round_orders(names, 3 * block, seed=0, process=process)

@@ -53,14 +53,9 @@ def williams_rounds(n: int) -> list[list[int]]:
     """Williams's balanced Latin square on n cases: n orders (2n for odd n, each also
     reversed) in which every case takes every position, and follows every other case,
     equally often."""
-    base, low, high = [0], 1, n - 1
-    while low <= high:
-        base.append(low)
-        if low != high:
-            base.append(high)
-        low, high = low + 1, high - 1
-    orders = [[(case + shift) % n for case in base[:n]] for shift in range(n)]
-    return orders + [order[::-1] for order in orders] if n % 2 else orders
+    base = [(j + 1) // 2 if j % 2 else (n - j // 2) % n for j in range(n)]  # 0, 1, n-1, 2, ...
+    orders = [[(case + shift) % n for case in base] for shift in range(n)]
+    return (orders + [order[::-1] for order in orders]) if n % 2 else orders
 
 
 def round_orders(names: list[str], rounds: int, seed: int, process: int) -> list[list[str]]:
@@ -76,12 +71,11 @@ def round_orders(names: list[str], rounds: int, seed: int, process: int) -> list
     n = len(names)
     cases = rng.sample(names, n)
     square = [[cases[i] for i in order] for order in williams_rounds(n)]
-    orders: list[list[str]] = []
-    while len(orders) < max(rounds, 1):
+    orders = rng.sample(square, len(square))  # the first block, its lead moved to round 0
+    lead = next(i for i, order in enumerate(orders) if order[0] == names[process % n])
+    orders[0], orders[lead] = orders[lead], orders[0]
+    while len(orders) < rounds:
         orders += rng.sample(square, len(square))
-    leader = names[process % n]
-    first = next(i for i, order in enumerate(orders[:len(square)]) if order[0] == leader)
-    orders[0], orders[first] = orders[first], orders[0]
     return orders[:rounds]
 
 
