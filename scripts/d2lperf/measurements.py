@@ -154,7 +154,10 @@ class Measurements:
         return self.exact or min(map(count, groups)) >= MIN_SAMPLES
 
     def ratio(self, section: str, a: str, b: str, metric: str = "time",
-              epochs: bool = False) -> Ratio | None:
+              epochs: bool = False, swapped: bool = False) -> Ratio | None:
+        """a / b by ``stats.log_ratio_estimate`` (``swapped``: copies that swap labels by
+        process parity, a crossover) at the section's confidence, or the within-process
+        bootstrap where only one process measured them."""
         ga, gb = (self.groups(section, c, metric, epochs) for c in (a, b))
         if ga is None or gb is None:
             return None
@@ -162,7 +165,7 @@ class Measurements:
             value = stats.pooled_median(ga) / stats.pooled_median(gb)
             return Ratio(value, value, value, stats.classify(value, value, self.band))
         confidence = self.confidence(section)
-        estimate = stats.log_ratio_estimate(ga, gb)
+        estimate = stats.log_ratio_estimate(ga, gb, swapped)
         replicates = None
         if estimate is not None:
             value, low, high = estimate.interval(confidence)

@@ -207,11 +207,37 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE,
     return t_estimate(values).interval(confidence)
 
 
-def log_ratio_estimate(a: Groups, b: Groups) -> Estimate | None:
+def crossover_estimate(a: Groups, b: Groups) -> Estimate | None:
+    """The log ratio a / b of two copies of the same work that swap labels in every
+    other process (``timing.aa_roles``: a is one copy in even processes, the other in odd
+    ones): a two-period crossover. Whatever tells the copies apart (which was built
+    first, what shares its weights) is one offset with opposite signs in the two
+    parities, balanced by the design: the estimate is the average of the two parities'
+    mean log ratios, its spread pooled within the parities (the copy effect left out),
+    n - 2 degrees of freedom. None unless both cases were measured in the same processes,
+    both parities among them, three or more in all."""
+    ma, mb = process_medians(a), process_medians(b)
+    if set(ma) != set(mb) or len(ma) < 3:
+        return None
+    logs = [[math.log(ma[k] / mb[k]) for k in ma if int(k) % 2 == parity] for parity in (0, 1)]
+    if not all(logs):
+        return None
+    groups = [np.asarray(x) for x in logs]
+    within = sum(float(((x - x.mean()) ** 2).sum()) for x in groups) / (len(ma) - 2)
+    se = math.sqrt(within * sum(1 / len(x) for x in groups)) / 2
+    return Estimate(float(sum(x.mean() for x in groups) / 2), se, len(ma) - 2)
+
+
+def log_ratio_estimate(a: Groups, b: Groups, swapped: bool = False) -> Estimate | None:
     """The log ratio a / b from per-process medians, or None where only one process
     measured it. Cases measured in the same processes are paired: one log ratio per
     process. Cases from different processes: the difference of their mean log medians
-    (Welch); a side measured once counts as known."""
+    (Welch); a side measured once counts as known. ``swapped``: two copies of the same
+    work that swap labels by process parity, judged as a crossover
+    (``crossover_estimate``) where the processes allow it."""
+    crossed = crossover_estimate(a, b) if swapped else None
+    if crossed is not None:
+        return crossed
     ma, mb = process_medians(a), process_medians(b)
     if set(ma) == set(mb) and len(ma) >= 2:
         return t_estimate([ma[k] / mb[k] for k in sorted(ma, key=str)], log=True)
@@ -227,9 +253,9 @@ def log_ratio_estimate(a: Groups, b: Groups) -> Estimate | None:
 
 
 def log_ratio_interval(a: Groups, b: Groups, confidence: float = CONFIDENCE,
-                       ) -> tuple[float, float, float] | None:
+                       swapped: bool = False) -> tuple[float, float, float] | None:
     """The ratio a / b with its interval between processes (``log_ratio_estimate``)."""
-    found = log_ratio_estimate(a, b)
+    found = log_ratio_estimate(a, b, swapped)
     return None if found is None else found.interval(confidence)
 
 
