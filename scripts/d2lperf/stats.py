@@ -11,6 +11,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from d2lperf import timing
+
 NOISY_RELATIVE_IQR = 0.10  # a spread over 10% of the median is marked noisy
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -209,23 +211,26 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE,
 
 def crossover_estimate(a: Groups, b: Groups) -> Estimate | None:
     """The log ratio a / b of two copies of the same work that swap labels in every
-    other process (``timing.aa_roles``: a is one copy in even processes, the other in odd
-    ones): a two-period crossover. Whatever tells the copies apart (which was built
+    other process (``timing.aa_roles``: a is one copy in one period, the other in the
+    other): a two-period crossover. Whatever tells the copies apart (which was built
     first, what shares its weights) is one offset with opposite signs in the two
-    parities, balanced by the design: the estimate is the average of the two parities'
-    mean log ratios, its spread pooled within the parities (the copy effect left out),
+    periods, balanced by the design: the estimate is the average of the two periods'
+    mean log ratios, its spread pooled within the periods (the copy effect left out),
     n - 2 degrees of freedom. None unless both cases were measured in the same processes,
-    both parities among them, three or more in all."""
-    ma, mb = process_medians(a), process_medians(b)
+    both periods among them, three or more in all."""
+    return _crossover(process_medians(a), process_medians(b))
+
+
+def _crossover(ma: dict[object, float], mb: dict[object, float]) -> Estimate | None:
     if set(ma) != set(mb) or len(ma) < 3:
         return None
-    logs = [[math.log(ma[k] / mb[k]) for k in ma if int(k) % 2 == parity] for parity in (0, 1)]
-    if not all(logs):
+    periods = [np.array([math.log(ma[k] / mb[k]) for k in ma if timing.aa_period(int(k)) == p])
+               for p in (0, 1)]
+    if not all(len(x) for x in periods):
         return None
-    groups = [np.asarray(x) for x in logs]
-    within = sum(float(((x - x.mean()) ** 2).sum()) for x in groups) / (len(ma) - 2)
-    se = math.sqrt(within * sum(1 / len(x) for x in groups)) / 2
-    return Estimate(float(sum(x.mean() for x in groups) / 2), se, len(ma) - 2)
+    within = sum(float(((x - x.mean()) ** 2).sum()) for x in periods) / (len(ma) - 2)
+    se = math.sqrt(within * sum(1 / len(x) for x in periods)) / 2
+    return Estimate(float(sum(x.mean() for x in periods) / 2), se, len(ma) - 2)
 
 
 def log_ratio_estimate(a: Groups, b: Groups, swapped: bool = False) -> Estimate | None:
@@ -233,12 +238,12 @@ def log_ratio_estimate(a: Groups, b: Groups, swapped: bool = False) -> Estimate 
     measured it. Cases measured in the same processes are paired: one log ratio per
     process. Cases from different processes: the difference of their mean log medians
     (Welch); a side measured once counts as known. ``swapped``: two copies of the same
-    work that swap labels by process parity, judged as a crossover
+    work that swap labels by process (``timing.aa_period``), judged as a crossover
     (``crossover_estimate``) where the processes allow it."""
-    crossed = crossover_estimate(a, b) if swapped else None
+    ma, mb = process_medians(a), process_medians(b)
+    crossed = _crossover(ma, mb) if swapped else None
     if crossed is not None:
         return crossed
-    ma, mb = process_medians(a), process_medians(b)
     if set(ma) == set(mb) and len(ma) >= 2:
         return t_estimate([ma[k] / mb[k] for k in sorted(ma, key=str)], log=True)
     la, lb = (np.log(list(m.values())) for m in (ma, mb))

@@ -79,11 +79,17 @@ def round_orders(names: list[str], rounds: int, seed: int, process: int) -> list
     return orders[:rounds]
 
 
+def aa_period(process: int) -> int:
+    """Which order of an A/A pair's two copies ``process`` measures (0 or 1): the one
+    rule ``aa_roles`` swaps by and ``stats.crossover_estimate`` groups by."""
+    return process % 2
+
+
 def aa_roles(first, second, process: int) -> tuple:
     """The two copies of an A/A pair, as (the case, its twin): swapped in every other
     process. Whatever tells the copies apart (which was built first, what else shares
     its weights) then cancels out between processes instead of biasing the pair."""
-    return (first, second) if process % 2 == 0 else (second, first)
+    return (first, second) if aa_period(process) == 0 else (second, first)
 
 
 def compare(
