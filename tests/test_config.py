@@ -91,3 +91,43 @@ def test_framework_only_options_reach_only_that_frameworks_script():
     hybridize = {"forward_passes": 100, "repeats": 3, "compile_runs": 1}
     assert for_framework(hybridize, "pytorch") == hybridize
     assert for_framework(hybridize, "mxnet") == {"forward_passes": 100, "repeats": 3}
+
+
+def test_how_much_to_measure_may_differ_by_framework():
+    """Rounds cost differently (a PyTorch round of MLP passes is a fraction of MXNet's,
+    its process overhead is not): a timing option may name a value per framework."""
+    from d2lperf.presets import for_framework
+
+    hybridize = {"forward_passes": 100, "repeats": {"mxnet": 10, "pytorch": 30},
+                 "budget_seconds": {"mxnet": 180, "pytorch": 240.5}}
+    assert for_framework(hybridize, "pytorch") == {
+        "forward_passes": 100, "repeats": 30, "budget_seconds": 240.5}
+    assert for_framework(hybridize, "mxnet") == {
+        "forward_passes": 100, "repeats": 10, "budget_seconds": 180}
+    check_config(changed(["presets", "ci", "hybridize", "repeats"],
+                         {"mxnet": 3, "pytorch": 5}), SCHEMA)
+    only_mxnet = changed(["presets", "ci", "hybridize", "processes"], {"mxnet": 2})
+    only_mxnet["frameworks"] = ["mxnet"]
+    check_config(only_mxnet, SCHEMA)
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (["presets", "ci", "hybridize", "forward_passes"], {"mxnet": 100, "pytorch": 200},
+     "config key presets.ci.hybridize.forward_passes = {'mxnet': 100, 'pytorch': 200}: one "
+     "value for every framework (the frameworks do the same work); only how much is measured "
+     "may differ by framework: budget_seconds, processes, repeats, warmup"),
+    (["presets", "ci", "hybridize", "repeats"], {"mxnet": 3, "jax": 5},
+     "config key presets.ci.hybridize.repeats: unknown framework 'jax'; allowed: mxnet, "
+     "pytorch"),
+    (["presets", "ci", "hybridize", "repeats"], {"mxnet": 3, "pytorch": 0},
+     "config key presets.ci.hybridize.repeats.pytorch = 0: 0 is less than the minimum of 1"),
+    (["presets", "ci", "hybridize", "repeats"], {},
+     "config key presets.ci.hybridize.repeats = {}: a number, or one per framework"),
+    (["presets", "ci", "hybridize", "repeats"], {"mxnet": 3},
+     "config key presets.ci.hybridize.repeats names no value for pytorch (config key "
+     "frameworks runs it); name one for each of: mxnet, pytorch"),
+])
+def test_bad_per_framework_values_name_the_key(path, value, message):
+    with pytest.raises(ConfigError) as error:
+        check_config(changed(path, value), SCHEMA)
+    assert message in str(error.value)

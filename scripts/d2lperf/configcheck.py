@@ -33,6 +33,14 @@ def _allowed_keys(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[st
 
 def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
     where = _where(error.absolute_path)
+    if error.validator == "anyOf" and error.absolute_path and (
+            error.absolute_path[-1] in sections.PER_FRAMEWORK):
+        return _per_framework_message(error, where)
+    if (error.validator == "type" and isinstance(error.instance, dict)
+            and len(error.absolute_path) == 4 and error.absolute_path[0] == "presets"):
+        return (f"config key {where} = {error.instance!r}: one value for every framework (the "
+                "frameworks do the same work); only how much is measured may differ by "
+                f"framework: {', '.join(sections.PER_FRAMEWORK)}")
     if error.validator == "additionalProperties":
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         allowed = ", ".join(_allowed_keys(error.schema, root)) or "none"
@@ -48,6 +56,24 @@ def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
     return f"config key {where} = {error.instance!r}: {error.message}"
 
 
+def _per_framework_message(error: jsonschema.ValidationError, where: str) -> str:
+    """A timing option that is neither a valid value nor one per framework."""
+    value = error.instance
+    if not isinstance(value, dict):
+        scalar = next(e for e in error.context if e.schema_path[0] == 0)
+        return f"config key {where} = {value!r}: {scalar.message}"
+    allowed = frameworks.names()
+    unknown = [name for name in value if name not in allowed]
+    if unknown:
+        return (f"config key {where}: unknown framework {unknown[0]!r}; allowed: "
+                f"{', '.join(allowed)}")
+    for sub in error.context:
+        if sub.schema_path[0] == 1 and len(sub.relative_path) == 1:
+            name = sub.relative_path[0]
+            return f"config key {where}.{name} = {value[name]!r}: {sub.message}"
+    return f"config key {where} = {value!r}: a number, or one per framework ({', '.join(allowed)})"
+
+
 def load_schema(schema_path: str | Path) -> dict[str, Any]:
     """The config schema: the file's, with what a preset holds and the sections one may
     choose filled in from the table of sections, so that a section added there is required
@@ -56,6 +82,7 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     schema["$defs"]["preset"] = sections.preset_schema()
     schema["properties"]["frameworks"]["items"] = {"enum": frameworks.names()}
+    schema["$defs"]["framework"] = {"enum": frameworks.names()}
     schema["properties"]["sections"]["items"] = {"enum": sections.names()}
     for entry in frameworks.REGISTRY.values():
         schema["properties"].setdefault(entry.interpreter_key, {
@@ -80,6 +107,17 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
                     f"config section presets.{name}.{section}: {', '.join(lists)} must have "
                     f"one entry per training run, the same number each ({sizes})"
                 )
+    running = config.get("frameworks") or frameworks.names()
+    for name, preset in config["presets"].items():
+        for section, options in preset.items():
+            for key in sections.PER_FRAMEWORK:
+                value = options.get(key) if isinstance(options, Mapping) else None
+                missing = [f for f in running if isinstance(value, dict) and f not in value]
+                if missing:
+                    raise ConfigError(
+                        f"config key presets.{name}.{section}.{key} names no value for "
+                        f"{', '.join(missing)} (config key frameworks runs it); name one for "
+                        f"each of: {', '.join(running)}")
     for key in ("machine", "baseline_machine"):
         if config.get(key):
             try:

@@ -13,8 +13,12 @@ FRAMEWORK_OPTIONS = sections.framework_options()
 
 
 def for_framework(options: Mapping[str, Any], framework: str) -> dict[str, Any]:
-    """A preset section's entries that ``framework``'s script takes."""
-    return {key: value for key, value in options.items()
+    """A preset section's entries as ``framework``'s script takes them: those only another
+    framework's script takes left out, a value given per framework (``repeats: {mxnet: 10,
+    pytorch: 30}``, checked by the config check to name every framework that runs)
+    resolved to this framework's."""
+    return {key: value[framework] if isinstance(value, Mapping) else value
+            for key, value in options.items()
             if FRAMEWORK_OPTIONS.get(key, framework) == framework}
 
 

@@ -26,10 +26,24 @@ WARMUP = {"$ref": "#/$defs/warmup"}
 SIZE = {"$ref": "#/$defs/size"}
 SEED = {"type": "integer", "minimum": 0}
 TRAINING = {"$ref": "#/$defs/training"}
-# The options every side-by-side timing takes (harness.parser's "timing" group).
 BUDGET = {"$ref": "#/$defs/budget_seconds"}
-REPEATED = {"warmup": WARMUP, "repeats": COUNT, "processes": COUNT, "budget_seconds": BUDGET,
-            "seed": SEED}
+
+
+def per_framework(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """An option that takes one value, or one per framework (``repeats: {mxnet: 10,
+    pytorch: 30}``): how much is measured may differ by framework, a round of one
+    framework's work costing a fraction of another's; what is measured may not."""
+    return {"anyOf": [dict(schema), {"type": "object", "minProperties": 1,
+                                     "propertyNames": {"$ref": "#/$defs/framework"},
+                                     "additionalProperties": dict(schema)}]}
+
+
+# How much a side-by-side timing measures (harness.parser's "timing" group): the options
+# that may take a value per framework.
+TIMING = {"warmup": per_framework(WARMUP), "repeats": per_framework(COUNT)}
+REPEATED = {**TIMING, "processes": per_framework(COUNT),
+            "budget_seconds": per_framework(BUDGET), "seed": SEED}
+PER_FRAMEWORK = ("budget_seconds", "processes", "repeats", "warmup")
 REPEATED_REQUIRED = ("warmup", "repeats")
 
 
@@ -144,7 +158,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in [
         heading="异步计算对内存的影响",
         plot_title="Memory impact of asynchronous computation",
         options={"batches": COUNT, "batch_size": COUNT, "report_every": COUNT,
-                 "warmup": WARMUP, "repeats": COUNT},
+                 **TIMING},
         required=("batches", "batch_size", "report_every", *REPEATED_REQUIRED),
         plot="memory",
     ),
@@ -209,7 +223,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in [
         plot_title="Machine ceilings (GFLOP/s for dot, GB/s for copies)",
         options={"dot_sizes": {"type": "array", "minItems": 1, "items": SIZE},
                  "copy_mb": {"type": "integer", "minimum": 1, "maximum": 16384},
-                 "warmup": WARMUP, "repeats": COUNT},
+                 **TIMING},
         required=("dot_sizes", "copy_mb", *REPEATED_REQUIRED),
         plot="rates",
         blas=True,
