@@ -4,6 +4,7 @@ with quiet ones; d2lperf.steadiness's gate seen with a real busy loop."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import random
@@ -20,6 +21,7 @@ import yaml
 from conftest import REPO
 from d2lperf import stages, stats, steadiness
 from d2lperf.configcheck import ConfigError, check_config
+from d2lperf.presets import for_framework
 
 MXNET_CPU = {"device_kind": "cpu", "queues_work": True, "separate_devices": True}
 PYTORCH_CPU = {"device_kind": "cpu", "queues_work": False, "separate_devices": False}
@@ -331,8 +333,9 @@ def test_the_budget_is_a_validated_config_key():
         staged = [s for s, keys in config["presets"][preset].items()
                   if isinstance(keys, dict) and "processes" in keys]
         assert staged and set(staged) <= stages.sections()  # each has claims to decide
-        for section in staged:
-            assert config["presets"][preset][section]["budget_seconds"] > 0
+        for section, framework in itertools.product(staged, config["frameworks"]):
+            options = for_framework(config["presets"][preset][section], framework)
+            assert options["budget_seconds"] > 0
     for value, message in ((0, "presets.ci.hybridize.budget_seconds = 0"),
                            ("soon", "presets.ci.hybridize.budget_seconds = 'soon'")):
         bad = copy.deepcopy(config)
