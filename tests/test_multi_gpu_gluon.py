@@ -18,7 +18,7 @@ def run(python, out, *args):
 
 @pytest.fixture(scope="module")
 def gluon_run(ci_run):
-    """The CI run's (config/config.yaml: one epoch of 256 examples, batches of 32 and 64)."""
+    """The CI run's (config/config.yaml: one epoch of 128 examples, batches of 32 and 64)."""
     return from_the_ci_run(ci_run, "multi_gpu_gluon", "mxnet")
 
 

@@ -122,15 +122,27 @@ def test_an_effect_at_the_band_measures_every_planned_stage_then_stops():
     assert "undecided: hybridize_speeds_up_mlp" in record["why"]
 
 
-def test_a_stage_that_would_not_fit_in_the_budget_is_not_started():
+def test_a_later_stage_of_which_not_even_two_processes_fit_is_not_started():
     sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03, seconds=10.0)
-    # 4 processes of 10 s spent; 4 more would end at 80 s
-    done, pooled, record = staged(sampler, budget=79.0)
+    # 4 processes of 10 s spent; two more would end at 60 s
+    done, pooled, record = staged(sampler, budget=59.0)
     assert sampler.calls == [(0, 4)]
-    assert record["stopped"] == stages.BUDGET and "79 s" in record["why"]
+    assert record["stopped"] == stages.BUDGET and "59 s" in record["why"]
     done, pooled, record = staged(FakeSampler(ratio=0.95, noise=0.05, seconds=10.0),
                                   budget=80.0)
     assert record["count"] == 2
+
+
+def test_a_later_stage_that_does_not_fit_whole_runs_the_processes_that_do():
+    """The budget left after a stage buys processes, not nothing: 4 processes of 10 s
+    spent and 39 s left, the second stage runs 3 of its 4 (a look on 7 is worth more
+    than none, and each look's share of the error rate does not depend on its size)."""
+    sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03, seconds=10.0)
+    done, pooled, record = staged(sampler, budget=79.0)
+    assert sampler.calls == [(0, 4), (4, 3)]
+    assert record["stopped"] == stages.BUDGET and record["looks"] == 2
+    assert record["processes_pooled"] == 7 and record["history"][1]["cut_short"]
+    assert "79 s spent after 3 of its 4 processes of stage 2" in record["why"]
 
 
 def test_a_first_stage_slower_than_its_budget_is_cut_short_after_two_processes():
@@ -435,11 +447,11 @@ def test_the_report_says_how_many_stages_a_section_took_and_why():
     from d2lperf.report.sections_view import run_line
 
     _, _, record = staged(FakeSampler(ratio=0.95, noise=0.05, offset=0.03, seconds=10.0),
-                          budget=100.0)
+                          budget=95.0)
     line = run_line({"status": "ok", "wall_seconds": 80.0, "parameters": {},
                      "stages": record})
     assert "; 2 stages, 8 processes pooled; stopped: budget spent (the next stage would " \
-           "not fit in 100 s; undecided: hybridize_speeds_up_mlp" in line["text"]
+           "not fit in 95 s; undecided: hybridize_speeds_up_mlp" in line["text"]
     assert ("each look at 98.3% (Bonferroni: 0.05 shared by 3 planned looks; Holm over the "
             "framework's claims)") in line["text"]
 

@@ -7,15 +7,17 @@ pooled so far by ``claims.decide``, the function the report judges by: the same
 statistic for each claim (the hidden share for an overlap claim, together/(x + y)
 for the small draws), the same interval, rule and Holm's correction, at this
 look's confidence. There is no second list of comparisons to drift from the
-claims. The section stops when every claim that applies is decisive, when the next
-stage would not fit in its budget of seconds, or after the last planned stage.
-The budget bounds every stage, the first too: a stage is started only when it fits,
-and no further process is launched once the next would not fit, each process
-estimated at the median wall time of the section's processes so far or the last
-one's, whichever is longer (a machine slower than the preset assumed cuts the
-stage short and the look happens on what was measured). The first
-``MIN_PROCESSES`` run whatever the budget: one process shows no spread between
-processes, and the intervals are built on it.
+claims. The section stops when every claim that applies is decisive, when not even
+the first ``MIN_PROCESSES`` of the next stage would fit in its budget of seconds, or
+after the last planned stage. The budget bounds every stage, the first too: no
+further process is launched once the next would not fit, each process estimated at
+the median wall time of the section's processes so far or the last one's, whichever
+is longer (a machine slower than the preset assumed cuts the stage short and the look
+happens on what was measured; so does a later stage of which only part fits: the
+budget left buys the processes it can, and each look's share of the error rate does
+not depend on how many processes it saw). The first ``MIN_PROCESSES`` run whatever
+the budget: one process shows no spread between processes, and the intervals are
+built on it.
 A claim that does not apply here (eager PyTorch queues nothing on a CPU) is not
 waited for: a section with nothing left to decide stops after its first stage, and
 where neither a claim nor an A/A check of the section applies here, that stage ends
@@ -170,7 +172,9 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
         return stage
 
     for number, count in enumerate(sizes):
-        if number and not _fits(_walls(done), count, clock() - started, budget):
+        # a later stage starts where its first MIN_PROCESSES fit, and runs those that fit
+        if number and not _fits(_walls(done), min(count, MIN_PROCESSES), clock() - started,
+                                budget):
             stopped = BUDGET
             break
         stage = measure(number, count)
