@@ -450,8 +450,8 @@ def test_the_report_says_how_many_stages_a_section_took_and_why():
                           budget=95.0)
     line = run_line({"status": "ok", "wall_seconds": 80.0, "parameters": {},
                      "stages": record})
-    assert "; 2 stages, 8 processes pooled; stopped: budget spent (the next stage would " \
-           "not fit in 95 s; undecided: hybridize_speeds_up_mlp" in line["text"]
+    assert "; 2 stages, 8 processes pooled; stopped: budget spent (not even 2 processes " \
+           "of the next stage would fit in 95 s; undecided: hybridize_speeds_up_mlp" in line["text"]
     assert ("each look at 98.3% (Bonferroni: 0.05 shared by 3 planned looks; Holm over the "
             "framework's claims)") in line["text"]
 

@@ -268,7 +268,8 @@ def _why(stopped: str, history: list[dict[str, Any]], budget: float,
         return (f"{budget:g} s spent after {ran} of its {sizes[last['stage'] - 1]} "
                 f"processes of stage {last['stage']}; undecided: " + ", ".join(open_))
     if stopped == BUDGET:
-        return f"the next stage would not fit in {budget:g} s; undecided: " + ", ".join(open_)
+        return (f"not even {MIN_PROCESSES} processes of the next stage would fit in "
+                f"{budget:g} s; undecided: " + ", ".join(open_))
     if stopped == MAX_STAGES:
         return "every planned stage ran; undecided: " + ", ".join(open_)
     if stopped == NOTHING:
