@@ -8,6 +8,7 @@ import itertools
 import json
 import math
 import random
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -63,9 +64,12 @@ class FakeSampler:
         return stages.Stage(records, rows, load, probe_s=0.2)
 
 
-def staged(sampler, budget=1000.0, wait=lambda seconds: True, first=4):
+def staged(sampler, budget=1000.0, wait=lambda seconds: True, first=4, futility=False):
+    """The stages of the hybridize section over ``sampler``; the stopping rule for what
+    is out of reach is off unless asked for: most tests here keep a claim on the band's
+    edge measuring, to see the plan and the budget end it."""
     return stages.run(sampler, first, section="hybridize", band=0.05, budget=budget,
-                      threads=2, wait=wait, clock=lambda: sampler.elapsed)
+                      threads=2, wait=wait, clock=lambda: sampler.elapsed, futility=futility)
 
 
 def test_the_plan_and_each_looks_share_of_the_error_rate():
@@ -120,6 +124,91 @@ def test_an_effect_at_the_band_measures_every_planned_stage_then_stops():
     assert record["stopped"] == stages.MAX_STAGES and record["looks"] == 3
     assert record["processes_pooled"] == 16 and all(pooled)
     assert "undecided: hybridize_speeds_up_mlp" in record["why"]
+
+
+def test_a_projection_narrows_by_the_processes_and_moves_by_where_the_mean_can_land():
+    estimate = stats.Estimate(0.1, 0.2, 5)
+    same = estimate.projected(6, 12)
+    assert same.mean == 0.1 and same.se == pytest.approx(0.2 * math.sqrt(0.5))
+    assert same.df == 11 and same.log
+    # the mean of 12 given the first 6: sd * sqrt(6) / 12 = se * sqrt(6 * 6) / 12
+    assert estimate.projected(6, 12, 2.0).mean == pytest.approx(0.1 + 2 * 0.2 * 0.5)
+    assert estimate.projected(6, 6, 2.0) == estimate  # nothing more to measure
+    with pytest.raises(ValueError):
+        estimate.projected(6, 5)
+
+
+def test_a_projection_from_six_processes_reads_as_a_look_at_twelve_would():
+    # the spread of the 12-process mean given the first 6, and its standard error, by
+    # simulation: what Estimate.projected says without one
+    rng = random.Random(1)
+    first = [rng.gauss(0, 1) for _ in range(6)]
+    means = []
+    for _ in range(4000):
+        rest = [rng.gauss(0, 1) for _ in range(6)]
+        means.append(statistics.fmean(first + rest))
+    now = stats.Estimate(statistics.fmean(first), 1 / math.sqrt(6), 5)
+    moves = now.projected(6, 12, 1.0).mean - now.mean
+    assert statistics.stdev(means) == pytest.approx(moves, rel=0.05)
+    assert now.projected(6, 12).se == pytest.approx(1 / math.sqrt(12))
+
+
+def test_an_effect_at_the_band_stops_once_no_stage_could_decide_it():
+    """A claim whose estimate sits on the band's edge: a look at every process the plan
+    and the budget still allow would leave its interval across the edge, so the section
+    stops after its first look, out of reach, and says why; undecided, as it would be
+    after every stage."""
+    sampler = FakeSampler(ratio=0.95, noise=0.05, offset=0.03)
+    done, pooled, record = staged(sampler, futility=True)
+    assert sampler.calls == [(0, 4)]
+    assert record["stopped"] == stages.OUT_OF_REACH and record["looks"] == 1
+    found = record["history"][0]["reach"]
+    assert found["processes"] == 16 and found["could_decide"] == []
+    (answer,) = found["projected"]
+    assert answer["question"] == "hybridize_speeds_up_mlp"
+    assert answer["then"][0] > answer["now"][0] and answer["then"][1] < answer["now"][1]
+    assert answer["then"][0] < 0.95 < answer["then"][1]
+    assert "a look at 16 processes" in record["why"]
+    assert "would not decide: hybridize_speeds_up_mlp" in record["why"]
+    assert "out of reach" in stages.summary_text(record)
+    # the budget bounds the projection too: 4 processes of 1 s spent, 6 more fit in 10
+    _, _, record = staged(FakeSampler(ratio=0.95, noise=0.05, offset=0.03), budget=10.0,
+                          futility=True)
+    assert record["history"][0]["reach"]["processes"] == 10
+
+
+def test_an_undecided_claim_within_reach_measures_another_stage():
+    # seed 1: at 4 processes 0.36 [0.21-0.64], undecided (Holm's strictest step); at
+    # its estimate, 16 processes would read about [0.31-0.43]: measured on, decided at 8
+    sampler = FakeSampler(ratio=0.5, noise=0.6, seed=1)
+    _, _, record = staged(sampler, futility=True)
+    first = record["history"][0]
+    assert not first["look"][0]["decided"]
+    assert first["reach"]["could_decide"] == ["hybridize_speeds_up_mlp"]
+    assert sampler.calls == [(0, 4), (4, 4)] and record["stopped"] == stages.DECIDED
+
+
+def test_stopping_what_is_out_of_reach_costs_few_decisions_and_saves_processes():
+    """Over 40 seeds of the async section's shape (8 processes first, room for 20): a
+    small effect that the full plan decides about half the time loses at most one in
+    twenty of those decisions, and a ratio on the edge, which no stage decides, measures
+    about half the processes. Stopping early never makes a verdict decisive, so the
+    error rate of the decisive ones is the plan's."""
+    def runs(ratio, noise, futility):
+        found = []
+        for seed in range(40):
+            sampler = FakeSampler(ratio=ratio, noise=noise, seed=seed)
+            found.append(staged(sampler, budget=20.0, first=8, futility=futility)[2])
+        return found
+
+    full, early = runs(0.85, 0.15, False), runs(0.85, 0.15, True)
+    decided = [r["stopped"] == stages.DECIDED for r in full]
+    lost = sum(d and r["stopped"] != stages.DECIDED for d, r in zip(decided, early))
+    assert sum(decided) >= 15 and lost <= sum(decided) / 20
+    edge_full, edge_early = runs(0.95, 0.05, False), runs(0.95, 0.05, True)
+    assert not any(r["stopped"] == stages.DECIDED for r in edge_full + edge_early)
+    pooled = [sum(r["processes_pooled"] for r in found) for found in (edge_full, edge_early)]
+    assert pooled[1] < 0.6 * pooled[0]
 
 
 def test_a_later_stage_of_which_not_even_two_processes_fit_is_not_started():
@@ -262,17 +351,18 @@ class CaseSampler:
         return stages.Stage(records, rows, self.load, probe_s=0.2)
 
 
-def run_cases(sampler: CaseSampler, section: str, wait=lambda seconds: True):
+def run_cases(sampler: CaseSampler, section: str, wait=lambda seconds: True,
+              futility=True):
     """The stages of ``section`` over a CaseSampler: 4 processes first, a 1000 s budget."""
     return stages.run(sampler, 4, section=section, band=0.05, budget=1000, threads=2,
-                      wait=wait, clock=lambda: len(sampler.calls))
+                      wait=wait, clock=lambda: len(sampler.calls), futility=futility)
 
 
 def test_an_overlap_section_stops_on_its_claims_hidden_share_not_on_together_over_the_sum():
     # together / (a + b) = 0.75 lies far below the band, but the hidden share sits on the
     # claim's 50%: the claim cannot be decided, so the stages measure every planned stage
     sampler = CaseSampler({"cpu_only": 1.0, "gpu_only": 1.0, "cpu_and_gpu": 1.5})
-    _, _, record = run_cases(sampler, "auto_parallelism")
+    _, _, record = run_cases(sampler, "auto_parallelism", futility=False)
     assert record["stopped"] == stages.MAX_STAGES, record["why"]
     answer = record["history"][-1]["look"][0]
     assert answer["question"] == "cpu_gpu_overlap" and not answer["decided"]

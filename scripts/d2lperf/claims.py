@@ -181,8 +181,8 @@ def _overlap(m: Measurements, section: str, a: str, b: str, both: str):
         ratio, hidden = (float(_together(point)),) * 3, (float(_share(point)),) * 3
         tails = (None, None)
     elif figures is not None:
-        together = stats.t_estimate(_together(figures), log=True)
-        share = stats.t_estimate(_share(figures))
+        together = m.project(stats.t_estimate(_together(figures), log=True))
+        share = m.project(stats.t_estimate(_share(figures)))
         ratio, hidden = together.interval(confidence), share.interval(confidence)
         tails = (together.p_value, share.p_value)
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -18,6 +18,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MIN_SAMPLES = 3  # fewer samples a side cannot support an interval
+
+
+class Projection(NamedTuple):
+    """Estimates from ``now`` processes read as from ``then``, each mean moved by
+    ``shift`` of the spread where it can still land (``stats.Estimate.projected``): the
+    stages ask whether a look at ``then`` processes could decide what ``now`` did not."""
+
+    now: int
+    then: int
+    shift: float = 0.0
 
 
 @dataclass
@@ -84,20 +94,24 @@ class Measurements:
 
     @classmethod
     def from_rows(cls, rows: list[dict[str, Any]], section: str,
-                  runs: dict[str, dict[str, Any]], band: float) -> Measurements:
+                  runs: dict[str, dict[str, Any]], band: float,
+                  projection: Projection | None = None) -> Measurements:
         """A section's own rows (as its CSV holds them: strings, an empty epoch) before
-        any summary: what the stages decide on, by the report's own claims."""
+        any summary: what the stages decide on, by the report's own claims; with a
+        ``projection``, as they would read from more processes (``Projection``)."""
         found = [{**row, "section": section, "metric": row.get("metric") or "time",
                   "value": float(row["value"]),
                   "_epoch": row.get("epoch") not in (None, "")}
                  for row in rows if row.get("value") not in (None, "")]
         made = cls.__new__(cls)
         made._setup(found, [], runs, band, False)
+        made.projection = projection
         return made
 
     def _setup(self, samples: list[dict[str, Any]], summary: list[dict[str, Any]],
                runs: dict[str, dict[str, Any]], band: float, exact: bool) -> None:
         self.runs, self.band, self.exact = runs, band, exact
+        self.projection: Projection | None = None
         self.index: dict[tuple, list[tuple[int, float, bool]]] = {}
         for r in samples:
             if r["process"] in (None, "") or r["process"] != r["process"]:
@@ -165,7 +179,7 @@ class Measurements:
             value = stats.pooled_median(ga) / stats.pooled_median(gb)
             return Ratio(value, value, value, stats.classify(value, value, self.band))
         confidence = self.confidence(section)
-        estimate = stats.log_ratio_estimate(ga, gb, swapped)
+        estimate = self.project(stats.log_ratio_estimate(ga, gb, swapped))
         replicates = None
         if estimate is not None:
             value, low, high = estimate.interval(confidence)
@@ -176,6 +190,12 @@ class Measurements:
             else stats.UNSURE
         return Ratio(value, low, high, effect, tail_of(estimate, replicates),
                      self.looks(section))
+
+    def project(self, estimate: stats.Estimate | None) -> stats.Estimate | None:
+        """``estimate`` as this projection reads it (unchanged without one)."""
+        if estimate is None or self.projection is None:
+            return estimate
+        return estimate.projected(*self.projection)
 
     @property
     def edges(self) -> tuple[float, float]:

@@ -7,9 +7,14 @@ pooled so far by ``claims.decide``, the function the report judges by: the same
 statistic for each claim (the hidden share for an overlap claim, together/(x + y)
 for the small draws), the same interval, rule and Holm's correction, at this
 look's confidence. There is no second list of comparisons to drift from the
-claims. The section stops when every claim that applies is decisive, when not even
+claims. The section stops when every claim that applies is decisive, when what is
+still undecided is out of reach (``reach``: at every process the plan and the budget
+still allow, its projected interval, with its estimate where it is or moved two of
+its conditional spreads either way, would still not decide), when not even
 the first ``MIN_PROCESSES`` of the next stage would fit in its budget of seconds, or
-after the last planned stage. The budget bounds every stage, the first too: no
+after the last planned stage. Stopping out of reach only ever ends a section
+undecided: it adds no wrong decisive verdict, and saves the budget a claim on the
+band's edge would spend to stay inconclusive. The budget bounds every stage, the first too: no
 further process is launched once the next would not fit, each process estimated at
 the median wall time of the section's processes so far or the last one's, whichever
 is longer (a machine slower than the preset assumed cuts the stage short and the look
@@ -67,7 +72,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from d2lperf import claims, stats, steadiness
-from d2lperf.measurements import Measurements
+from d2lperf.measurements import Measurements, Projection
 
 ALPHA = 1 - stats.CONFIDENCE  # the error rate all looks of a section share
 MIN_PROCESSES = 2  # a section's first processes, run whatever its budget
@@ -75,8 +80,14 @@ PLAN = (1, 1, 2)  # stage sizes in units of the first stage's processes
 WAIT_SHARE = 0.1  # at most this share of the budget waited, once, for a busy machine
 WAIT_LIMIT_S = 30.0  # and never longer than this
 WAIT_POLL_S = 1.0
-DECIDED, BUDGET, MAX_STAGES, NOTHING, SKIPPED = (
-    "decided", "budget spent", "max stages", "nothing to decide", "skipped")
+# Out of reach: a look at every process the plan and the budget still allow would not
+# decide, with each estimate where it is or moved this many of its conditional spreads
+# either way. Two, not one: the spread itself is estimated from a few processes
+# (tests/test_stages.py measures what it costs: about one decision in twenty, for half
+# the processes where nothing can be decided).
+REACH_SHIFT = 2.0
+DECIDED, BUDGET, MAX_STAGES, NOTHING, SKIPPED, OUT_OF_REACH = (
+    "decided", "budget spent", "max stages", "nothing to decide", "skipped", "out of reach")
 
 
 def plan(first: int) -> list[int]:
@@ -95,20 +106,46 @@ def sections() -> set[str]:
 
 
 def look(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any], band: float,
-         confidence: float, looks: int) -> list[dict[str, Any]]:
+         confidence: float, looks: int,
+         projection: Projection | None = None) -> list[dict[str, Any]]:
     """The section's claims and A/A checks that apply and were measured, judged on
     ``rows`` by ``claims.decide`` as the report will judge them: at ``confidence``, the
     p-values counted once per planned look, Holm's strictest step over every claim
-    that applies to this framework where ``run`` ran."""
+    that applies to this framework where ``run`` ran; with a ``projection``, as they
+    would read from more processes."""
     framework = run["framework"]
     staged = {**run, "stages": {"confidence_per_look": confidence, "looks_planned": looks}}
-    m = Measurements.from_rows(list(rows), section, {section: staged}, band)
+    m = Measurements.from_rows(list(rows), section, {section: staged}, band, projection)
     own = {c.name for c in claims.CLAIMS if c.section == section}
     unseen = len(set(claims.applying_claims(framework, run)) - own)
     found = claims.to_decide(claims.decide(m, framework, section, unseen))
     return [{"question": v.name, "kind": v.kind, "verdict": v.verdict, "effect": v.effect,
              "ratio": v.ratio, "low": v.ratio_low, "high": v.ratio_high,
              "p_value": v.p_value, "decided": v.verdict != claims.UNSURE} for v in found]
+
+
+def reach(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any], band: float,
+          confidence: float, looks: int, open_: Sequence[dict[str, Any]],
+          then: int) -> dict[str, Any]:
+    """Whether a look at ``then`` processes could decide the claims (``open_``: their
+    answers) that the look at the processes of ``rows`` left undecided: each estimate
+    projected with the spread it has (``stats.Estimate.projected``), where it is and
+    moved ``REACH_SHIFT`` of its conditional spread either way. Returns the claims some
+    projection decides (``could_decide``) and, for each undecided claim, its interval
+    now and about where it would be at its estimate (``projected``)."""
+    now = len({row["process"] for row in rows})
+    names = {a["question"]: a for a in open_}
+    could, projected = set(), []
+    for shift in (0.0, -REACH_SHIFT, REACH_SHIFT):
+        answers = look(rows, section, run, band, confidence, looks,
+                       Projection(now, then, shift))
+        could |= {a["question"] for a in answers if a["question"] in names and a["decided"]}
+        if shift == 0.0:
+            projected = [{"question": a["question"], "ratio": a["ratio"],
+                          "now": [names[a["question"]]["low"], names[a["question"]]["high"]],
+                          "then": [a["low"], a["high"]]}
+                         for a in answers if a["question"] in names]
+    return {"processes": then, "could_decide": sorted(could), "projected": projected}
 
 
 @dataclass
@@ -128,15 +165,17 @@ Room = Callable[[Sequence[dict[str, Any]]], bool]
 def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, band: float,
         budget: float, threads: int, probe_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
-        wait: Callable[[float], bool] | None = None) -> tuple[list[Stage], list[bool],
-                                                                dict[str, Any]]:
+        wait: Callable[[float], bool] | None = None,
+        futility: bool = True) -> tuple[list[Stage], list[bool], dict[str, Any]]:
     """Run the planned stages through ``spawn(first_index, count, room)`` until decided,
-    the budget is spent or the plan ends; ``spawn`` asks ``room(records)`` (the stage's
-    run records so far) before each further process of the stage, and launches it only
-    when that says yes. ``probe_s``: the section's threaded probe before
+    out of reach, the budget is spent or the plan ends; ``spawn`` asks ``room(records)``
+    (the stage's run records so far) before each further process of the stage, and
+    launches it only when that says yes. ``probe_s``: the section's threaded probe before
     its first stage. Returns every stage measured, which of them are pooled, and the
     record of how it went (``stages`` in run.json). ``wait(seconds)`` waits for the
-    machine to quieten and says whether it did."""
+    machine to quieten and says whether it did. ``futility``: stop when what is still
+    undecided is out of reach (``reach``); off, only the plan and the budget end an
+    undecided section."""
     wait = wait or wait_for_quiet
     questions = section in sections()
     sizes = plan(first)
@@ -204,6 +243,16 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
         if history[-1]["cut_short"]:
             stopped = BUDGET
             break
+        now = len({row["process"] for row in rows})
+        then = now + _affordable(sum(sizes[number + 1:]), _walls(done), clock() - started,
+                                 budget)
+        if futility and then > now:
+            history[-1]["reach"] = reach(
+                rows, section, done[0].records[0], band, confidence, len(sizes),
+                [a for a in waited_for if not a["decided"]], then)
+            if not history[-1]["reach"]["could_decide"]:
+                stopped = OUT_OF_REACH
+                break
     pooled = _pool(history)
     for entry, keep in zip(history, pooled):
         entry["pooled"] = keep
@@ -249,6 +298,14 @@ def _fits(walls: Sequence[float], count: int, spent: float, budget: float) -> bo
     return spent + count * per_process <= budget
 
 
+def _affordable(planned: int, walls: Sequence[float], spent: float, budget: float) -> int:
+    """How many of the ``planned`` further processes the budget buys (``_fits``'s
+    estimate of a process), none where not even a next stage's first ``MIN_PROCESSES``
+    would fit (it would not be started)."""
+    count = next((k for k in range(planned, 0, -1) if _fits(walls, k, spent, budget)), 0)
+    return count if count >= min(planned, MIN_PROCESSES) else 0
+
+
 def _pool(history: list[dict[str, Any]]) -> list[bool]:
     """The quiet stages, where there is one; else every stage (all measured busy)."""
     quiet = [not h["busy"] for h in history]
@@ -272,6 +329,13 @@ def _why(stopped: str, history: list[dict[str, Any]], budget: float,
                 f"{budget:g} s; undecided: " + ", ".join(open_))
     if stopped == MAX_STAGES:
         return "every planned stage ran; undecided: " + ", ".join(open_)
+    if stopped == OUT_OF_REACH:
+        found = history[-1]["reach"]
+        return (f"at the estimates so far, a look at {found['processes']} processes (what "
+                f"the plan and {budget:g} s still allow) would not decide: " + "; ".join(
+                    f"{a['question']} {a['ratio']:.3g} [{a['now'][0]:.3g}–{a['now'][1]:.3g}], "
+                    f"about [{a['then'][0]:.3g}–{a['then'][1]:.3g}] there"
+                    for a in found["projected"]))
     if stopped == NOTHING:
         return "nothing here for more data to decide (no claim applies or was measured)"
     return "the section was skipped"

@@ -187,6 +187,18 @@ class Estimate:
             return 0.0 if distance > 0 else 1.0
         return t_cdf(-distance / self.se, self.df)
 
+    def projected(self, now: int, then: int, shift: float = 0.0) -> Estimate:
+        """This estimate from ``now`` processes as it would read from ``then`` (the same
+        spread between processes, ``then - now`` more degrees of freedom), its mean
+        moved by ``shift`` times the spread of where the mean of all ``then`` can still
+        land given the ``now`` already measured: sd/sqrt(then) * sqrt(1 - now/then)
+        = se * sqrt(now * (then - now)) / then (``stages``: could more decide it?)."""
+        if not 0 < now <= then:
+            raise ValueError(f"a projection needs 0 < now <= then, got {now}, {then}")
+        moves = self.se * math.sqrt(now * (then - now)) / then
+        return Estimate(self.mean + shift * moves, self.se * math.sqrt(now / then),
+                        self.df + then - now, self.log)
+
 
 def process_medians(case: Groups) -> dict[object, float]:
     return {k: float(np.median(np.asarray(v, dtype=float))) for k, v in case.items() if len(v)}
