@@ -17,7 +17,8 @@ undecided: it adds no wrong decisive verdict, and saves the budget a claim on th
 band's edge would spend to stay inconclusive. The budget bounds every stage, the first too: no
 further process is launched once the next would not fit, each process estimated at
 the median wall time of the section's processes so far or the last one's, whichever
-is longer (a machine slower than the preset assumed cuts the stage short and the look
+is longer, and what the stage spends after its processes (its probe) at the longest
+any earlier stage spent (a machine slower than the preset assumed cuts the stage short and the look
 happens on what was measured; so does a later stage of which only part fits: the
 budget left buys the processes it can, and each look's share of the error rate does
 not depend on how many processes it saw). The first ``MIN_PROCESSES`` run whatever
@@ -186,6 +187,12 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
     pooled: list[bool] = []
     next_index, may_wait, stopped = 0, True, MAX_STAGES
     probes = [probe_s] if probe_s is not None else []
+    closings: list[float] = []  # what each stage spent after its processes (its probe)
+
+    def spent() -> float:
+        """Seconds spent, and those the stage under way will spend after its processes,
+        as much as the longest stage so far did."""
+        return clock() - started + max(closings, default=0.0)
 
     def room(records: Sequence[dict[str, Any]]) -> bool:
         walls = _walls(done, records)
@@ -193,11 +200,13 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
             return True
         first_record = (done[0].records if done else records)[0]
         return (not _nothing_here(section, first_record)
-                and _fits(walls, 1, clock() - started, budget))
+                and _fits(walls, 1, spent(), budget))
 
     def measure(number: int, count: int, retry: bool = False) -> Stage:
         nonlocal next_index
+        began = clock()
         stage = spawn(next_index, count, room)
+        closings.append(max(0.0, clock() - began - sum(_walls([stage]))))
         reasons = steadiness.busy(stage.load, threads, probes, stage.probe_s)
         history.append({"stage": number + 1, "retry": retry,
                         "processes": [next_index, next_index + len(stage.records)],
@@ -212,8 +221,7 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
 
     for number, count in enumerate(sizes):
         # a later stage starts where its first MIN_PROCESSES fit, and runs those that fit
-        if number and not _fits(_walls(done), min(count, MIN_PROCESSES), clock() - started,
-                                budget):
+        if number and not _fits(_walls(done), min(count, MIN_PROCESSES), spent(), budget):
             stopped = BUDGET
             break
         stage = measure(number, count)
@@ -224,7 +232,7 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
             left = max(0.0, budget - (clock() - started))
             may_wait = wait(min(WAIT_LIMIT_S, WAIT_SHARE * budget, left))
             history[-1]["waited_for_quiet"] = may_wait
-            if _fits(_walls(done), count, clock() - started, budget):
+            if _fits(_walls(done), count, spent(), budget):
                 stage = measure(number, count, retry=True)
         if _skipped(stage):
             stopped = SKIPPED
@@ -244,8 +252,7 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
             stopped = BUDGET
             break
         now = len({row["process"] for row in rows})
-        then = now + _affordable(sum(sizes[number + 1:]), _walls(done), clock() - started,
-                                 budget)
+        then = now + _affordable(sum(sizes[number + 1:]), _walls(done), spent(), budget)
         if futility and then > now:
             history[-1]["reach"] = reach(
                 rows, section, done[0].records[0], band, confidence, len(sizes),
