@@ -6,6 +6,7 @@ stages' rows through ``Measurements.from_rows``, by the same claims as the repor
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -94,17 +95,21 @@ class Measurements:
 
     @classmethod
     def from_rows(cls, rows: list[dict[str, Any]], section: str,
-                  runs: dict[str, dict[str, Any]], band: float,
-                  projection: Projection | None = None) -> Measurements:
+                  runs: dict[str, dict[str, Any]], band: float) -> Measurements:
         """A section's own rows (as its CSV holds them: strings, an empty epoch) before
-        any summary: what the stages decide on, by the report's own claims; with a
-        ``projection``, as they would read from more processes (``Projection``)."""
+        any summary: what the stages decide on, by the report's own claims."""
         found = [{**row, "section": section, "metric": row.get("metric") or "time",
                   "value": float(row["value"]),
                   "_epoch": row.get("epoch") not in (None, "")}
                  for row in rows if row.get("value") not in (None, "")]
         made = cls.__new__(cls)
         made._setup(found, [], runs, band, False)
+        return made
+
+    def projected(self, projection: Projection) -> Measurements:
+        """The same measurements, their estimates read as ``projection`` says (the rows
+        are shared, not copied)."""
+        made = copy.copy(self)
         made.projection = projection
         return made
 

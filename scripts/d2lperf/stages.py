@@ -106,17 +106,19 @@ def sections() -> set[str]:
     return {c.section for c in claims.CLAIMS} | {pair[1] for pair in claims.AA_PAIRS}
 
 
-def look(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any], band: float,
-         confidence: float, looks: int,
-         projection: Projection | None = None) -> list[dict[str, Any]]:
-    """The section's claims and A/A checks that apply and were measured, judged on
-    ``rows`` by ``claims.decide`` as the report will judge them: at ``confidence``, the
-    p-values counted once per planned look, Holm's strictest step over every claim
-    that applies to this framework where ``run`` ran; with a ``projection``, as they
-    would read from more processes."""
-    framework = run["framework"]
+def measurements(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any],
+                 band: float, confidence: float, looks: int) -> Measurements:
+    """The pooled ``rows`` as the report will judge them: at ``confidence``, the p-values
+    counted once per planned look."""
     staged = {**run, "stages": {"confidence_per_look": confidence, "looks_planned": looks}}
-    m = Measurements.from_rows(list(rows), section, {section: staged}, band, projection)
+    return Measurements.from_rows(list(rows), section, {section: staged}, band)
+
+
+def look(m: Measurements, section: str, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The section's claims and A/A checks that apply and were measured, judged on ``m``
+    by ``claims.decide`` as the report will judge them, with Holm's strictest step over
+    every claim that applies to this framework where ``run`` ran."""
+    framework = run["framework"]
     own = {c.name for c in claims.CLAIMS if c.section == section}
     unseen = len(set(claims.applying_claims(framework, run)) - own)
     found = claims.to_decide(claims.decide(m, framework, section, unseen))
@@ -125,27 +127,22 @@ def look(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any], band
              "p_value": v.p_value, "decided": v.verdict != claims.UNSURE} for v in found]
 
 
-def reach(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any], band: float,
-          confidence: float, looks: int, open_: Sequence[dict[str, Any]],
-          then: int) -> dict[str, Any]:
+def reach(m: Measurements, section: str, run: dict[str, Any], open_: Sequence[dict[str, Any]],
+          now: int, then: int) -> dict[str, Any]:
     """Whether a look at ``then`` processes could decide the claims (``open_``: their
-    answers) that the look at the processes of ``rows`` left undecided: each estimate
-    projected with the spread it has (``stats.Estimate.projected``), where it is and
-    moved ``REACH_SHIFT`` of its conditional spread either way. Returns the claims some
+    answers) that the look at ``now`` left undecided: each estimate of ``m`` projected
+    with the spread it has (``stats.Estimate.projected``), where it is and moved
+    ``REACH_SHIFT`` of its conditional spread either way. Returns the claims some
     projection decides (``could_decide``) and, for each undecided claim, its interval
     now and about where it would be at its estimate (``projected``)."""
-    now = len({row["process"] for row in rows})
     names = {a["question"]: a for a in open_}
-    could, projected = set(), []
-    for shift in (0.0, -REACH_SHIFT, REACH_SHIFT):
-        answers = look(rows, section, run, band, confidence, looks,
-                       Projection(now, then, shift))
-        could |= {a["question"] for a in answers if a["question"] in names and a["decided"]}
-        if shift == 0.0:
-            projected = [{"question": a["question"], "ratio": a["ratio"],
-                          "now": [names[a["question"]]["low"], names[a["question"]]["high"]],
-                          "then": [a["low"], a["high"]]}
-                         for a in answers if a["question"] in names]
+    at = {shift: [a for a in look(m.projected(Projection(now, then, shift)), section, run)
+                  if a["question"] in names]
+          for shift in (0.0, -REACH_SHIFT, REACH_SHIFT)}
+    could = {a["question"] for answers in at.values() for a in answers if a["decided"]}
+    projected = [{"question": a["question"], "ratio": a["ratio"],
+                  "now": [names[a["question"]]["low"], names[a["question"]]["high"]],
+                  "then": [a["low"], a["high"]]} for a in at[0.0]]
     return {"processes": then, "could_decide": sorted(could), "projected": projected}
 
 
@@ -239,7 +236,8 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
             break
         pooled = _pool(history)
         rows = [row for s, keep in zip(done, pooled) if keep for row in s.rows]
-        answers = look(rows, section, done[0].records[0], band, confidence, len(sizes))
+        m = measurements(rows, section, done[0].records[0], band, confidence, len(sizes))
+        answers = look(m, section, done[0].records[0])
         history[-1]["look"] = answers
         waited_for = [a for a in answers if a["kind"] == "claim"]
         if not waited_for:
@@ -254,9 +252,9 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
         now = len({row["process"] for row in rows})
         then = now + _affordable(sum(sizes[number + 1:]), _walls(done), spent(), budget)
         if futility and then > now:
-            history[-1]["reach"] = reach(
-                rows, section, done[0].records[0], band, confidence, len(sizes),
-                [a for a in waited_for if not a["decided"]], then)
+            history[-1]["reach"] = reach(m, section, done[0].records[0],
+                                         [a for a in waited_for if not a["decided"]],
+                                         now, then)
             if not history[-1]["reach"]["could_decide"]:
                 stopped = OUT_OF_REACH
                 break
