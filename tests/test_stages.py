@@ -8,7 +8,6 @@ import itertools
 import json
 import math
 import random
-import statistics
 import subprocess
 import sys
 import textwrap
@@ -128,33 +127,6 @@ def test_an_effect_at_the_band_measures_every_planned_stage_then_stops():
     assert "undecided: hybridize_speeds_up_mlp" in record["why"]
 
 
-def test_a_projection_narrows_by_the_processes_and_moves_by_where_the_mean_can_land():
-    estimate = stats.Estimate(0.1, 0.2, 5)
-    same = estimate.projected(6, 12)
-    assert same.mean == 0.1 and same.se == pytest.approx(0.2 * math.sqrt(0.5))
-    assert same.df == 11 and same.log
-    # the mean of 12 given the first 6: sd * sqrt(6) / 12 = se * sqrt(6 * 6) / 12
-    assert estimate.projected(6, 12, 2.0).mean == pytest.approx(0.1 + 2 * 0.2 * 0.5)
-    assert estimate.projected(6, 6, 2.0) == estimate  # nothing more to measure
-    with pytest.raises(ValueError):
-        estimate.projected(6, 5)
-
-
-def test_a_projection_from_six_processes_reads_as_a_look_at_twelve_would():
-    # the spread of the 12-process mean given the first 6, and its standard error, by
-    # simulation: what Estimate.projected says without one
-    rng = random.Random(1)
-    first = [rng.gauss(0, 1) for _ in range(6)]
-    means = []
-    for _ in range(4000):
-        rest = [rng.gauss(0, 1) for _ in range(6)]
-        means.append(statistics.fmean(first + rest))
-    now = stats.Estimate(statistics.fmean(first), 1 / math.sqrt(6), 5)
-    moves = now.projected(6, 12, 1.0).mean - now.mean
-    assert statistics.stdev(means) == pytest.approx(moves, rel=0.05)
-    assert now.projected(6, 12).se == pytest.approx(1 / math.sqrt(12))
-
-
 def test_an_effect_at_the_band_stops_once_no_stage_could_decide_it():
     """A claim whose estimate sits on the band's edge: a look at every process the plan
     and the budget still allow would leave its interval across the edge, so the section
@@ -191,7 +163,7 @@ def test_an_undecided_claim_within_reach_measures_another_stage():
 
 
 def test_stopping_what_is_out_of_reach_costs_few_decisions_and_saves_processes():
-    """Over 40 seeds of the async section's shape (8 processes first, room for 20): a
+    """Over 40 seeds of a short section's shape (8 processes first, room for 20): a
     small effect that the full plan decides about half the time loses at most one in
     twenty of those decisions, and a ratio on the edge, which no stage decides, measures
     about half the processes. Stopping early never makes a verdict decisive, so the

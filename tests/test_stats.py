@@ -1,8 +1,11 @@
 import math
+import random
+import statistics
 
 import numpy as np
 import pytest
 
+from d2lperf import stats
 from d2lperf.stats import (
     FASTER,
     SAME,
@@ -246,3 +249,30 @@ def test_crossover_intervals_cover_with_and_without_a_copy_effect():
     for effects, seed in (((0.03, 0.06), 4), ((0.0, 0.0), 5)):
         found = coverage(crossed, 1000, 1.0, range(4, 9), seed=seed, copy_effects=effects)
         assert 0.93 <= found <= 0.97, (effects, found)
+
+
+def test_a_projection_narrows_by_the_processes_and_moves_by_where_the_mean_can_land():
+    estimate = stats.Estimate(0.1, 0.2, 5)
+    same = estimate.projected(6, 12)
+    assert same.mean == 0.1 and same.se == pytest.approx(0.2 * math.sqrt(0.5))
+    assert same.df == 11 and same.log
+    # the mean of 12 given the first 6: sd * sqrt(6) / 12 = se * sqrt(6 * 6) / 12
+    assert estimate.projected(6, 12, 2.0).mean == pytest.approx(0.1 + 2 * 0.2 * 0.5)
+    assert estimate.projected(6, 6, 2.0) == estimate  # nothing more to measure
+    with pytest.raises(ValueError):
+        estimate.projected(6, 5)
+
+
+def test_a_projection_from_six_processes_reads_as_a_look_at_twelve_would():
+    # the spread of the 12-process mean given the first 6, and its standard error, by
+    # simulation: what Estimate.projected says without one
+    rng = random.Random(1)
+    first = [rng.gauss(0, 1) for _ in range(6)]
+    means = []
+    for _ in range(4000):
+        rest = [rng.gauss(0, 1) for _ in range(6)]
+        means.append(statistics.fmean(first + rest))
+    now = stats.Estimate(statistics.fmean(first), 1 / math.sqrt(6), 5)
+    moves = now.projected(6, 12, 1.0).mean - now.mean
+    assert statistics.stdev(means) == pytest.approx(moves, rel=0.05)
+    assert now.projected(6, 12).se == pytest.approx(1 / math.sqrt(12))
