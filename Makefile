@@ -114,11 +114,13 @@ lock-torch: envs
 # PyTorch: bench prints its run time beside this tree's. The verdicts' stability runs twice:
 # quiet, then with one core kept busy by a bounded spin the bench starts and stops; both
 # printed side by side. Then every BLAS's kernel and rate beside the machine's ceilings.
+# Each benchmark's printed figures replace its part of docs/measurements.md (bench/record.py).
 BENCH_BASELINE ?= 8a3f68d
+BENCH := $(VENV)/bin/python bench/record.py
 bench: envs
-	$(VENV)/bin/python bench/pipeline_overhead.py --against $(BENCH_BASELINE)
-	$(VENV)/bin/python bench/verdict_stability.py --runs 3 --modes quiet busy
-	$(VENV)/bin/python bench/blas_kernels.py
+	$(BENCH) pipeline_overhead bench/pipeline_overhead.py --against $(BENCH_BASELINE)
+	$(BENCH) verdict_stability bench/verdict_stability.py --runs 3 --modes quiet busy
+	$(BENCH) blas_kernels bench/blas_kernels.py
 
 clean:
 	rm -rf $(VENV) $(MXVENV) $(TVENV) $(AXE) .snakemake

@@ -81,3 +81,46 @@ def test_the_tally_leaves_not_applicable_here_out_of_decisive_and_contradictions
     assert found["aa"]["pytorch/aa_hybridize"] == [
         ("holds", True), ("does not hold", False), ("inconclusive", True)]
     assert bench.tally(runs, "mxnet")["decisive"] == {}
+
+
+def record(out, *command, timeout=600):
+    return subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/record.py"), "--out",
+                           str(out), *command], capture_output=True, text=True, timeout=timeout)
+
+
+def test_make_bench_writes_what_each_benchmark_printed_into_the_measurements_file(tmp_path):
+    """A real benchmark (the BLAS kernels, tiny): its printed table lands in its own part, under
+    a heading naming the machine and commit; a second part is added beside it, and running the
+    first again replaces it alone."""
+    out = tmp_path / "measurements.md"
+    kernels = ("blas", "bench/blas_kernels.py", "--size", "64", "--repeats", "1",
+               "--kernels", "Haswell")
+    done = record(out, *kernels)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "float32 matrix product 64x64" in done.stdout  # shown as it ran
+    text = out.read_text()
+    assert text.startswith("# Measurements\n")
+    assert "## blas: Which kernel each BLAS here runs" in text
+    assert "float32 matrix product 64x64" in text and "GFLOP/s" in text
+    from d2lperf import machine
+    assert f"on `{machine.machine_id()}`" in text and "load average" in text
+    done = record(out, "refusals", "bench/verdict_stability.py", "--runs", "0")
+    assert done.returncode == 2  # a failing benchmark changes nothing
+    assert out.read_text() == text
+    assert "keeps its earlier figures" in done.stderr
+    blas_part = text[text.index("<!-- bench:blas -->"):]
+    done = record(out, "again", "bench/blas_kernels.py", "--size", "32", "--repeats", "1",
+                  "--kernels", "Haswell")
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = record(out, *kernels[:3], "48", *kernels[4:])
+    both = out.read_text()
+    assert both.count("<!-- bench:blas -->") == 1 and "64x64" not in both
+    assert "48x48" in both and "32x32" in both  # the other part stayed
+    assert blas_part not in both
+
+
+def test_the_recorder_runs_only_scripts_in_bench(tmp_path):
+    for command in (("x", "scripts/summarise.py"), ("x", "/bin/true"), ("Bad Name", "bench/record.py")):
+        done = record(tmp_path / "m.md", *command, timeout=60)
+        assert done.returncode == 2 and "bench/record.py: " in done.stderr, done.stderr
+    assert not (tmp_path / "m.md").exists()
