@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
+import uuid
 
 import pytest
 
 from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
-from d2lperf import data
+from d2lperf import data, machine
 
 LIMIT = 60 * 1024 * 1024
 # What the GPU machines this project is checked on have already (their Python packages).
@@ -25,9 +28,26 @@ def pins(names):
     return [line for line in lock if line.split("==")[0] in names]
 
 
+def an_older_kit(folder):
+    """A kit as an earlier run of scripts/gpu_check_prepare.sh left it (its marker, a wheel
+    the new one no longer holds)."""
+    (folder / "wheels").mkdir(parents=True)
+    (folder / ".gpu-check-kit").write_text("made by scripts/gpu_check_prepare.sh\n")
+    (folder / "wheels/old-1.0-py3-none-any.whl").write_bytes(b"old")
+    (folder / "requirements.txt").write_text("old==1.0\n")
+
+
+def tree(folder):
+    """Every path under ``folder`` with its bytes (None for a folder): what it holds."""
+    return {str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes()
+            for p in sorted(folder.rglob("*"))}
+
+
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory):
+    """The kit, made with the real pip, over an older kit in the same folder (a re-run)."""
     folder = tmp_path_factory.mktemp("kit") / "gpu-check-kit"
+    an_older_kit(folder)
     python = f"{sys.version_info.major}.{sys.version_info.minor}"  # to install it here
     done = subprocess.run(["bash", str(REPO / "scripts/gpu_check_prepare.sh"), str(folder)],
                           capture_output=True, text=True, timeout=600, cwd=REPO,
@@ -35,6 +55,15 @@ def kit(tmp_path_factory):
                                "HOME": str(REPO.parent), "PIP": str(REPO / ".venv/bin/pip")})
     assert done.returncode == 0, done.stderr[-3000:]
     return folder, done.stdout
+
+
+def test_a_remade_kit_replaces_the_older_one_whole(kit):
+    folder, stdout = kit
+    assert not (folder / "wheels/old-1.0-py3-none-any.whl").exists()
+    assert "old==1.0" not in (folder / "requirements.txt").read_text()
+    assert (folder / ".gpu-check-kit").exists()
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # nothing left beside
+    assert f"GPU check kit: {folder}," in stdout
 
 
 def test_the_kit_is_under_60_mib_with_verified_fashion_mnist(kit):
@@ -69,6 +98,32 @@ def test_snakemake_installs_from_the_kit_alone_beside_the_machines_packages(kit,
 CHECKED_SECTIONS = ("async_computation", "multi_gpu_scratch", "auto_parallelism")
 
 
+# The id the workflow derives from this hardware (a user's own results go there), and the
+# GPU check's own results id beside it.
+HARDWARE_ID = machine.machine_id()
+CHECK_ID = f"{HARDWARE_ID}-gpu-check"
+COLLEAGUE = "colleague-box-8c-1xnvidia-a100"
+
+
+def the_users_files(work):
+    """What a checkout holds before the GPU check runs in it: the user's own results and
+    report of both frameworks under the hardware's id, their archive of them, and an
+    archive a colleague sent, newer than anything the check will write."""
+    results = work / "results" / HARDWARE_ID
+    (results / "async_computation_pytorch").mkdir(parents=True)
+    (results / "report.html").write_text("the user's report of both frameworks\n")
+    (results / "async_computation_pytorch/run.json").write_text('{"status": "ok", "users": 1}')
+    (work / "archives").mkdir()
+    (work / f"archives/{HARDWARE_ID}.tar.gz").write_bytes(b"the user's archive")
+    colleague = work / f"archives/{COLLEAGUE}.tar.gz"
+    colleague.write_bytes(b"a colleague's archive")
+    future = time.time() + 10 * 24 * 3600
+    os.utime(colleague, (future, future))
+    return {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in
+            (results / "report.html", results / "async_computation_pytorch/run.json",
+             work / f"archives/{HARDWARE_ID}.tar.gz", colleague)}
+
+
 @pytest.fixture(scope="module")
 def cpu_mode_check(kit, tmp_path_factory, torch_python):
     """scripts/gpu_check.sh as a GPU machine runs it, less the GPU: an interpreter with
@@ -77,42 +132,59 @@ def cpu_mode_check(kit, tmp_path_factory, torch_python):
     GPU_CHECK_KEEP=1 takes the step a GPU run takes: keeping the archive. The sections are
     those written for GPUs, on their CPU stand-ins, and one that runs on a GPU where there
     is one: every section runs at this preset in the CI run already (conftest.ci_run), so
-    here the check's own steps are under test, not the sections again."""
+    here the check's own steps are under test, not the sections again. The checkout holds
+    the user's results and archives first (the_users_files)."""
     folder, _ = kit
     tmp_path = tmp_path_factory.mktemp("gpu-check")
-    machine = tmp_path / "machine-packages"
+    machine_packages = tmp_path / "machine-packages"
     subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", "--target", str(machine),
+                    "--disable-pip-version-check", "--target", str(machine_packages),
                     *pins(MACHINE_PACKAGES[1:3])], check=True, timeout=600)
     work = copy_workflow(tmp_path / "wf")
+    users = the_users_files(work)
     done = subprocess.run(
         ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
         text=True, timeout=1500, cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(machine),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(machine_packages),
              "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
              "GPU_CHECK_KEEP": "1", "GPU_CHECK_SECTIONS": " ".join(CHECKED_SECTIONS)})
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
-    return work, done.stdout
+    return work, done.stdout, users
 
 
 def test_the_gpu_check_runs_here_in_its_cpu_mode(cpu_mode_check):
-    work, stdout = cpu_mode_check
+    work, stdout, _ = cpu_mode_check
     assert "gpu_check: cpu mode, preset ci" in stdout
-    reports = list((work / "results").glob("*/report.html"))
-    assert len(reports) == 1
-    results = reports[0].parent
+    results = work / "results" / CHECK_ID  # its own results id, beside the user's
+    assert f"gpu_check: report results/{CHECK_ID}/report.html" in stdout
+    assert (results / "report.html").exists()
     for section in CHECKED_SECTIONS:
         run = json.loads((results / f"{section}_pytorch/run.json").read_text())
         assert run["status"] == "ok", (section, run.get("log_tail"))
     assert not (results / "async_computation").exists()  # MXNet's sections: not asked for
     assert not (results / "hybridize_pytorch").exists()  # nor the other sections
-    archives = list((work / "archives").glob("*.tar.gz"))
-    assert [a.name for a in archives] == [f"{results.name}.tar.gz"]
+    archive = work / "archives" / f"{CHECK_ID}.tar.gz"
+    assert f"gpu_check: archive archives/{archive.name}\n" in stdout
     kept = list((work / "report/machines").iterdir())
-    assert [k.name for k in kept] == [f"{results.name}-{time.strftime('%Y-%m-%d', time.gmtime())}"
-                                      ".tar.gz"]
-    assert kept[0].read_bytes() == archives[0].read_bytes()
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert [k.name for k in kept] == [f"{HARDWARE_ID}-{today}.tar.gz"]
+    assert kept[0].read_bytes() == archive.read_bytes()
     assert f"kept as report/machines/{kept[0].name} (commit it)" in stdout
+
+
+def test_the_gpu_check_leaves_the_users_results_and_others_archives_alone(cpu_mode_check):
+    """A checkout with the user's results: the check once re-ran their sections, replaced
+    their report of both frameworks with its own, and kept a colleague's archive (the
+    newest in archives/) as its own. It works under its own id, and keeps only the archive
+    its own run wrote."""
+    work, stdout, users = cpu_mode_check
+    for path, (content, mtime) in users.items():
+        assert (path.read_bytes(), path.stat().st_mtime_ns) == (content, mtime), path
+    assert sorted(p.name for p in (work / "results" / HARDWARE_ID).rglob("*")) == [
+        "async_computation_pytorch", "report.html", "run.json"]
+    assert COLLEAGUE not in stdout
+    assert sorted(p.name for p in (work / "archives").iterdir()) == sorted(
+        [f"{CHECK_ID}.tar.gz", f"{HARDWARE_ID}.tar.gz", f"{COLLEAGUE}.tar.gz"])
 
 
 def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run, tmp_path,
@@ -120,7 +192,7 @@ def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run,
     """What `make report` does on a checkout that keeps a GPU check's archive (PyTorch's
     sections only) beside a run of both frameworks: it is imported under its file name and
     the report compares against it, framework by framework."""
-    check, _ = cpu_mode_check
+    check, _, _ = cpu_mode_check
     work, results = ci_run
     fresh = copy_workflow(tmp_path / "fresh")
     shutil.copytree(results, fresh / "results" / CI_MACHINE, copy_function=shutil.copy)
@@ -143,12 +215,39 @@ def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run,
     assert all(r["speedup"] for r in theirs if r["epoch"] == "")  # each against ours
 
 
-def prepare(folder, pip="/bin/false"):
-    """scripts/gpu_check_prepare.sh FOLDER with a pip that fails at once: what happens to
-    FOLDER before any download."""
+def prepare(folder, pip="/bin/false", cwd=REPO):
+    """scripts/gpu_check_prepare.sh FOLDER run from ``cwd``, by default with a pip that fails
+    at once: what happens to FOLDER when the download fails (no network)."""
     return subprocess.run(["bash", str(REPO / "scripts/gpu_check_prepare.sh"), str(folder)],
-                          capture_output=True, text=True, timeout=120, cwd=REPO,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(REPO.parent), "PIP": pip})
+                          capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(REPO.parent), "PIP": pip,
+                               "GPU_PYTHON": "3.12"})
+
+
+def fake_pip(folder, fails=None, says_nothing=False):
+    """A pip without network: `download` and `wheel` write an empty file named as the wheel
+    of each pin (name-version-py3-none-any.whl, '-' in a name written '_'), so the kit is
+    made in seconds; with ``fails`` that command fails instead, after writing half of its
+    wheels (a download cut off half way), or, ``says_nothing``, succeeds all the same."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (f"pip-failing-at-{fails}-{says_nothing}" if fails else "pip")
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""\
+        import sys
+        from pathlib import Path
+        args = sys.argv[1:]
+        out = Path(args[args.index("-d" if args[0] == "download" else "-w") + 1])
+        pins = [line.strip() for line in open(args[args.index("-r") + 1]) if line.strip()]
+        if args[0] == {fails!r}:
+            pins = pins[: len(pins) // 2]
+        for pin in pins:
+            name, version = pin.split("==")
+            wheel = f"{{name.replace('-', '_')}}-{{version}}-py3-none-any.whl"
+            (out / wheel).write_bytes(b"")
+        if args[0] == {fails!r} and not {says_nothing!r}:
+            sys.exit("ERROR: Could not find a version that satisfies the requirement (offline)")
+        """))
+    path.chmod(0o755)
+    return path
 
 
 @pytest.mark.parametrize("name", ["results", "report"])
@@ -180,18 +279,64 @@ def test_prepare_refuses_a_link_or_a_file(tmp_path):
 
 
 @pytest.mark.parametrize("before", ["absent", "empty", "its own kit"])
-def test_prepare_writes_into_a_new_empty_or_own_folder(tmp_path, before):
-    folder = tmp_path / "kit"
-    if before != "absent":
+@pytest.mark.parametrize("fails", ["at once", "download", "wheel", "download unsaid"])
+def test_a_failed_prepare_leaves_the_folder_as_it_was(tmp_path, before, fails):
+    """Re-run without network, the script once emptied a good kit before its download
+    failed, and a GPU machine without network cannot make another. The new kit is made in
+    a folder beside it and put in its place only when complete: a failure at any step
+    (pip failing at once, a download or a build cut off half way, a download short of
+    wheels that pip did not report) leaves the folder exactly as it was, and nothing
+    beside it."""
+    folder = tmp_path / "kits" / "gpu-check-kit"
+    folder.parent.mkdir()
+    if before == "empty":
         folder.mkdir()
     if before == "its own kit":
-        (folder / ".gpu-check-kit").write_text("made by scripts/gpu_check_prepare.sh\n")
-        (folder / "wheels").mkdir()
-        (folder / "wheels/old-1.0-py3-none-any.whl").write_bytes(b"old")
-    done = prepare(folder)  # gets as far as the download (a pip that fails)
-    assert "refusing" not in done.stderr and done.returncode not in (0, 2)
-    assert (folder / ".gpu-check-kit").exists() and (folder / "requirements.txt").exists()
+        an_older_kit(folder)
+    was = tree(folder.parent)
+    pip = ("/bin/false" if fails == "at once" else
+           fake_pip(tmp_path / "bin", fails.split()[0], says_nothing="unsaid" in fails))
+    done = prepare(folder, pip=str(pip))
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert tree(folder.parent) == was
+    assert f"gpu_check_prepare: no kit made; {folder} is as it was" in done.stderr
+    if fails == "download unsaid":  # the kit's own check found it short
+        assert "is incomplete: no wheel for " in done.stderr
+
+
+@pytest.mark.parametrize("before", ["absent", "empty", "its own kit"])
+def test_a_complete_kit_takes_the_folders_place(tmp_path, before):
+    folder = tmp_path / "kits" / "gpu-check-kit"
+    folder.parent.mkdir()
+    if before == "empty":
+        folder.mkdir()
+    if before == "its own kit":
+        an_older_kit(folder)
+    done = prepare(folder, pip=str(fake_pip(tmp_path / "bin")))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]
+    assert (folder / ".gpu-check-kit").exists() and (folder / "python-version").exists()
     assert not (folder / "wheels/old-1.0-py3-none-any.whl").exists()
+    wheels = sorted(p.name for p in (folder / "wheels").iterdir())
+    assert "snakemake-9.27.1-py3-none-any.whl" in wheels
+    assert len(wheels) == len((folder / "requirements.txt").read_text().split())
+    assert data.verify(folder / "fashion-mnist") == []
+
+
+def test_a_relative_kit_name_lands_in_the_callers_folder(tmp_path):
+    """`scripts/gpu_check_prepare.sh my-kit` from another folder once made the kit in the
+    checkout, not where it was run."""
+    caller = tmp_path / "caller"
+    caller.mkdir()
+    name = f"kit-{uuid.uuid4().hex[:8]}"
+    try:
+        done = prepare(name, pip=str(fake_pip(tmp_path / "bin")), cwd=caller)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert not (REPO / name).exists()
+        assert (caller / name / ".gpu-check-kit").exists()
+        assert f"GPU check kit: {caller / name}," in done.stdout
+    finally:  # where the script once put it
+        shutil.rmtree(REPO / name, ignore_errors=True)
 
 
 def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, tmp_path,
@@ -206,8 +351,8 @@ def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, tmp_path,
                     "--disable-pip-version-check", "--target", str(machine),
                     *pins(MACHINE_PACKAGES[1:3])], check=True, timeout=600)
     work = copy_workflow(tmp_path / "wf #2")  # (no colon: PYTHONPATH holds it)
-    done = subprocess.run(
-        ["bash", str(work / "scripts/gpu_check.sh"), str(odd)], capture_output=True,
+    done = subprocess.run(  # named relative to where it is run, as a user names it
+        ["bash", str(work / "scripts/gpu_check.sh"), odd.name], capture_output=True,
         text=True, timeout=900, cwd=tmp_path,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(machine),
              "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
@@ -217,3 +362,6 @@ def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, tmp_path,
     assert "Invalid configuration" not in said and "hybridize_pytorch" in said
     config = json.loads((work / ".gpu-check/config.json").read_text())
     assert config["data_dir"] == f"{odd}/fashion-mnist"
+    # its own results id: nothing planned in the user's results/<hardware id>/
+    assert config["machine"] == CHECK_ID
+    assert f"results/{CHECK_ID}/report.html" in said and f"results/{HARDWARE_ID}/" not in said
