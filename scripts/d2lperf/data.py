@@ -9,6 +9,10 @@ passed over for another copy. Debian re-gzipped the four files, so MXNet's sha1 
 the .gz files would reject them and try to download: the files are verified here by
 the SHA-1 of their decompressed content instead, and read into the same
 (28, 28, 1) uint8 images and int32 labels that ``gluon.data.vision.FashionMNIST`` yields.
+
+A configured folder is verified on every Snakemake call, dry runs included, so a file is
+held to the real one's sizes before and while it is decompressed: a few megabytes that
+inflate to gigabytes (a gzip bomb) cost no more than the real file, and are refused.
 """
 
 from __future__ import annotations
@@ -33,6 +37,23 @@ FILES = {
 }
 
 
+# Size of each file decompressed (its idx header, then the pixels or labels), the same
+# upstream, in MXNet's cache and in Debian: the check holds a file to it.
+SIZES = {
+    "train-images-idx3-ubyte.gz": 47_040_016,
+    "train-labels-idx1-ubyte.gz": 60_008,
+    "t10k-images-idx3-ubyte.gz": 7_840_016,
+    "t10k-labels-idx1-ubyte.gz": 10_008,
+}
+# Decompressed in pieces of this size, so that memory stays bounded whatever the file holds.
+CHUNK = 1 << 20
+# A gzip file ends with the size of its content mod 2^32 (RFC 1952, ISIZE).
+TRAILER = 4
+GZIP_FRAME = 18  # the fixed header (10 bytes) and the trailer (CRC-32 and ISIZE)
+STORED_BLOCK = (65_535, 5)  # deflate's worst case: stored blocks of 65,535 bytes, 5 more each
+HEADER_FIELDS = 65_536  # room for the header's optional fields (a file name, a comment)
+
+
 class DataMissing(RuntimeError):
     """Fashion-MNIST is not to be had; the message says where we looked and how to get it."""
 
@@ -42,13 +63,60 @@ def candidates(data_dir: str | os.PathLike | None) -> list[Path]:
     return found + [MXNET_CACHE, DEBIAN_PACKAGE]
 
 
-def _decompressed(path: Path) -> bytes:
+class WrongSize(ValueError):
+    """A file's sizes are not those of the Fashion-MNIST file of its name."""
+
+
+def largest_gzip(size: int) -> int:
+    """The most bytes a gzip file of ``size`` bytes of content can take: deflate never does
+    worse than stored blocks, whatever the level or the tool."""
+    blocks, extra = STORED_BLOCK
+    return size + extra * (size // blocks + 1) + GZIP_FRAME + HEADER_FIELDS
+
+
+def size_problem(path: Path, expected: int) -> str | None:
+    """What the file's size and its gzip trailer say against ``expected`` bytes of content,
+    read without decompressing anything (a stat and four bytes); None when they agree."""
+    size = path.stat().st_size
+    if size > largest_gzip(expected):
+        return (f"{size:,} bytes, more than any gzip of Fashion-MNIST's {expected:,} bytes "
+                f"takes ({largest_gzip(expected):,} at most)")
+    if size < GZIP_FRAME:
+        return None  # too short to be gzip: decompressing it says so in gzip's words
+    with open(path, "rb") as handle:
+        handle.seek(-TRAILER, os.SEEK_END)
+        (isize,) = struct.unpack("<I", handle.read(TRAILER))
+    if isize != expected % 2**32:
+        return (f"its gzip trailer gives {isize:,} bytes decompressed (mod 2^32), "
+                f"Fashion-MNIST's file has {expected:,}")
+    return None
+
+
+def _pieces(path: Path, expected: int):
+    """The decompressed content in pieces of at most CHUNK bytes, stopped with WrongSize one
+    piece past ``expected`` bytes: a trailer only gives the size mod 2^32, so a bomb can
+    claim the real size and only decompressing tells (never all of it)."""
+    total = 0
     with gzip.open(path, "rb") as handle:
-        return handle.read()
+        while piece := handle.read(CHUNK):
+            total += len(piece)
+            if total > expected:
+                raise WrongSize(f"decompresses to more than Fashion-MNIST's {expected:,} "
+                                "bytes (stopped there)")
+            yield piece
+
+
+def _decompressed(path: Path) -> bytes:
+    """The whole content of one of the four files, never more than the real file's size."""
+    try:
+        return b"".join(_pieces(path, SIZES[path.name]))
+    except WrongSize as error:
+        raise DataMissing(f"{path}: {error}") from None
 
 
 def verify(folder: Path) -> list[str]:
-    """Problems with the four files in ``folder``; empty when all are present and intact."""
+    """Problems with the four files in ``folder``; empty when all are present and intact.
+    Each is held to the real file's sizes first, then hashed as it is decompressed."""
     problems = []
     for name, sha1 in FILES.items():
         path = folder / name
@@ -56,12 +124,22 @@ def verify(folder: Path) -> list[str]:
             problems.append(f"{path}: missing")
             continue
         try:
-            digest = hashlib.sha1(_decompressed(path)).hexdigest()
+            wrong = size_problem(path, SIZES[name])
+            if wrong:
+                problems.append(f"{path}: {wrong}")
+                continue
+            digest = hashlib.sha1()
+            for piece in _pieces(path, SIZES[name]):
+                digest.update(piece)
+        except WrongSize as error:
+            problems.append(f"{path}: {error}")
+            continue
         except (OSError, EOFError, zlib.error) as error:
             problems.append(f"{path}: unreadable ({error})")
             continue
-        if digest != sha1:
-            problems.append(f"{path}: content differs from Fashion-MNIST (sha1 {digest})")
+        if digest.hexdigest() != sha1:
+            problems.append(f"{path}: content differs from Fashion-MNIST (sha1 "
+                            f"{digest.hexdigest()})")
     return problems
 
 
