@@ -52,7 +52,8 @@ from d2lperf.report.provenance_view import (
 )
 from d2lperf.report.sections_view import run_key, sections_view
 from d2lperf.report.values import FRAMEWORKS, like_document, ratio, records
-from d2lperf.results import migrate_run, read_json
+from d2lperf.results import RecordError, read_machine, read_run, write_text
+from d2lperf.tables import TableError
 
 REPORT_FOLDER = Path(__file__).resolve().parents[1] / "report"  # labels.csv
 
@@ -74,9 +75,11 @@ def render(args: argparse.Namespace) -> str:
 def view(args: argparse.Namespace) -> dict[str, Any]:
     """The report's view model: everything the template shows, as data (what the tests
     read instead of the page)."""
-    machine = read_json(args.machine)
-    # checked by summarise already (results.read_run); here only brought to today's format
-    run_list = [migrate_run(read_json(p)) for p in args.runs]
+    # Each record is checked here again, not only by summarise: every field a view reads
+    # has its type by the schemas, so a record changed since (or given to the report
+    # directly) is refused naming the file and the field, never a crash in a view.
+    machine = read_machine(args.machine)
+    run_list = [read_run(p) for p in args.runs]
     runs = {run_key(r): r for r in run_list}
     frameworks = [f for f in FRAMEWORKS if any(k[0] == f for k in runs)] + sorted(
         {k[0] for k in runs} - set(FRAMEWORKS))
@@ -154,7 +157,15 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> int:
     args = parser().parse_args()
-    args.out.write_text(render(args), encoding="utf-8")
+    try:
+        page = render(args)
+    except (RecordError, TableError) as error:
+        # one paragraph naming the file and the field; the previous report stays (written
+        # only whole, below, and the rule's output is update(): Snakemake restores it)
+        print(f"error: {error}. The report was not written; a previous one is left as it "
+              "was.", file=sys.stderr)
+        return 1
+    write_text(args.out, page)
     print(f"wrote {args.out}; peak memory {provenance.peak_rss_mb()['self']:.0f} MB")
     return 0
 

@@ -20,7 +20,7 @@ import pandas as pd
 from d2lperf import claims, workloads
 from d2lperf.frameworks import DOCUMENTS  # older records' framework
 from d2lperf.harness import positive_fraction
-from d2lperf.results import FORMAT_VERSION, RecordError, read_run
+from d2lperf.results import FORMAT_VERSION, RecordError, read_run, write_text
 from d2lperf.tables import (
     KEY,
     TableError,
@@ -35,15 +35,31 @@ Runs = dict[str, dict[str, dict]]  # framework -> section -> run record
 
 def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
     """Each section's run record by framework, and all samples (from the samples.csv
-    beside each record)."""
+    beside each record); TableError names the file, row and column of a sample that is
+    not of its folder's section and framework."""
     runs: Runs = {}
     frames = []
     for sidecar in sidecars:
         run = read_run(sidecar, schema.parent)
         runs.setdefault(run["framework"], {})[run["section"]] = run
-        frames.append(load_samples(sidecar.with_name("samples.csv"), schema))
+        table = sidecar.with_name("samples.csv")
+        frames.append(of_its_run(load_samples(table, schema), run, table))
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, samples
+
+
+def of_its_run(samples: pd.DataFrame, run: dict, table: Path) -> pd.DataFrame:
+    """Refuse a row whose section or framework is not its folder's run record's: it would
+    be filed under a section (or framework) that never ran here, beside the figures of
+    the one that did. Row numbers count the header as row 1, as load_samples' do."""
+    for column in ("section", "framework"):
+        other = samples.index[samples[column] != run[column]]
+        if len(other):
+            row = other[0]
+            raise TableError(f"{table}: row {row + 2}: {column}: "
+                             f"{samples.at[row, column]!r} is not the {column} of its "
+                             f"folder's run record ({run[column]!r})")
+    return samples
 
 
 def summary_table(runs: Runs, samples: pd.DataFrame, reference: pd.DataFrame):
@@ -212,7 +228,10 @@ def main() -> int:
         reference = load_reference(args.reference)
         runs, samples = load_runs(args.runs, args.schema)
     except (TableError, RecordError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        # one paragraph naming the file (and the row, column or field); the tables are not
+        # written, and the rule's outputs are update(): Snakemake restores the previous ones
+        print(f"error: {error}. The tables were not written; previous ones are left as "
+              "they were.", file=sys.stderr)
         return 1
     summary = summary_table(runs, samples, reference)
     outputs = outputs_table(runs, reference)
@@ -221,9 +240,10 @@ def main() -> int:
             *claims.judge(summary, runs[framework], reference, samples, band=args.band,
                           framework=framework),
             outputs_verdict(outputs, framework)]])
+    # each table replaced whole, so that a run stopped midway leaves the previous one
     for table, path in ((summary, args.summary), (outputs, args.outputs),
                         (verdicts, args.verdicts)):
-        table.assign(format_version=FORMAT_VERSION).to_csv(path, index=False)
+        write_text(path, table.assign(format_version=FORMAT_VERSION).to_csv(index=False))
     print(f"summarised {sum(map(len, runs.values()))} sections of {', '.join(sorted(runs))}, "
           f"{len(samples)} samples")
     return 0

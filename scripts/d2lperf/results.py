@@ -15,7 +15,7 @@ import re
 import statistics
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
@@ -220,6 +220,12 @@ def write_csv(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
     _atomic_write(Path(path), write)
 
 
+def write_text(path: str | Path, text: str) -> None:
+    """Replace a file with ``text`` atomically: a reader (or a run stopped midway) sees the
+    old file or the new one, never half of one."""
+    _atomic_write(Path(path), lambda h: h.write(text))
+
+
 def write_json(path: str | Path, data: dict[str, Any]) -> None:
     _atomic_write(Path(path), lambda h: h.write(json.dumps(data, indent=2, sort_keys=True) + "\n"))
 
@@ -249,14 +255,28 @@ def _run_validator(schema_folder: str):
     return jsonschema.Draft202012Validator(schema)
 
 
+# The folder a failed run's record keeps its section's last good run in (run.json and
+# samples.csv, as they were), inside the section's own folder (scripts/record_failure.py).
+KEPT_FOLDER = "previous"
+
+
+def schema_error_words(error) -> str:
+    """Where in a record a schema error is, in words: ``field 'a.b'``, or ``the record``
+    for the record as a whole, then jsonschema's message."""
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"{f'field {where!r}' if where else 'the record'}: {error.message}"
+
+
 def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = SCHEMAS) -> None:
     """Refuse a run record that fails workflow/schemas/run.schema.yaml, or that belongs in
     another section's folder (one copied from elsewhere would show its figures as missing
-    beside its own). Workflow environment only: it needs jsonschema."""
+    beside its own). A record kept in a section's KEPT_FOLDER (``name`` its path) belongs
+    to the section folder above it. Workflow environment only: it needs jsonschema."""
     error = next(iter(_run_validator(str(schema_folder)).iter_errors(record)), None)
     if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "the record"
-        raise RecordError(f"{name}: not a run record: {where}: {error.message}")
+        raise RecordError(f"{name}: not a run record: {schema_error_words(error)}")
+    if folder == KEPT_FOLDER:  # a last good run kept beside a failed one: the folder above
+        folder = PurePosixPath(Path(name).as_posix()).parent.parent.name
     own = section_folder(record["section"], record.get("framework") or DOCUMENTS)
     if own != folder:
         raise RecordError(f"{name}: the run record of {own} (section "
@@ -264,19 +284,44 @@ def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = S
                           f"{record.get('framework') or DOCUMENTS!r}), not of {folder}")
 
 
+def _load_json(path: str | Path) -> Any:
+    """A JSON file's value; RecordError names the file when it is no JSON (cut short,
+    empty, corrupt) or cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RecordError(f"{path}: not JSON (cut short or corrupt?): {error}") from None
+    except OSError as error:
+        raise RecordError(f"{path}: cannot be read: {error.strerror}") from None
+
+
 def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str, Any]:
     """A section's run.json, checked (``check_run``) and in the current format whatever
     format it was written in (``migrate_run``): RecordError names the file when it is no
     JSON, is cut short, is not this folder's run record, or is of a format this code does
     not know."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise RecordError(f"{path}: not JSON (cut short or corrupt?): {error}") from None
-    except OSError as error:
-        raise RecordError(f"{path}: cannot be read: {error.strerror}") from None
-    return current_run(record, str(path), Path(path).parent.name, schema_folder)
+    return current_run(_load_json(path), str(path), Path(path).parent.name, schema_folder)
+
+
+@functools.cache
+def _machine_validator(schema_folder: str):
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load((Path(schema_folder) / "machine.schema.yaml").read_text("utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def read_machine(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str, Any]:
+    """A machine.json, checked against workflow/schemas/machine.schema.yaml: every field the
+    report's views read has its type, so a corrupt one is refused here, naming the file and
+    the field, instead of crashing a view. Workflow environment only (jsonschema)."""
+    record = _load_json(path)
+    error = next(iter(_machine_validator(str(schema_folder)).iter_errors(record)), None)
+    if error is not None:
+        raise RecordError(f"{path}: not a machine record: {schema_error_words(error)}")
+    return record
 
 
 def current_run(record: Any, name: str, folder: str,

@@ -1,6 +1,11 @@
 # Aggregation: raw samples -> summary tables -> plots -> one self-contained HTML report.
 # These rules never time anything, so they run beside each other but never beside
 # a timing job (they take one unit of the machine lock).
+#
+# Their outputs are update(): Snakemake deletes a failed job's outputs, and a report that
+# refuses a corrupt record would otherwise take the user's last good report (and tables)
+# with it. update() backs each output up before the job and restores it when it fails
+# (tests/test_faults.py runs it); the scripts write each file whole, at the end.
 
 TABLES_CAPTION = "../../report/captions/tables.rst"
 
@@ -14,13 +19,15 @@ rule summarise:
         samples=SAMPLE_TABLES,
     output:
         summary=report(
-            f"{RESULTS}/summary.csv", caption=TABLES_CAPTION, category="Tables"
+            update(f"{RESULTS}/summary.csv"), caption=TABLES_CAPTION, category="Tables"
         ),
         outputs=report(
-            f"{RESULTS}/outputs.csv", caption=TABLES_CAPTION, category="Tables"
+            update(f"{RESULTS}/outputs.csv"), caption=TABLES_CAPTION, category="Tables"
         ),
         verdicts=report(
-            f"{RESULTS}/verdicts.csv", caption=TABLES_CAPTION, category="Tables"
+            update(f"{RESULTS}/verdicts.csv"),
+            caption=TABLES_CAPTION,
+            category="Tables",
         ),
     log:
         f"{RESULTS}/logs/summarise.log",
@@ -46,7 +53,7 @@ rule plots:
         samples=SAMPLE_TABLES,
     output:
         report(
-            expand(f"{RESULTS}/plots/{{section}}.svg", section=SECTIONS),
+            update(expand(f"{RESULTS}/plots/{{section}}.svg", section=SECTIONS)),
             caption="../../report/captions/plots.rst",
             category="Plots",
         ),
@@ -70,9 +77,9 @@ rule compare:
         summaries=[f"results/{m}/summary.csv" for m in [RESULTS_ID, *OTHER_MACHINES]],
         verdicts=[f"results/{m}/verdicts.csv" for m in [RESULTS_ID, *OTHER_MACHINES]],
     output:
-        table=f"{RESULTS}/comparison.csv",
-        verdicts=f"{RESULTS}/verdicts_by_machine.csv",
-        plot=f"{RESULTS}/plots/comparison.svg",
+        table=update(f"{RESULTS}/comparison.csv"),
+        verdicts=update(f"{RESULTS}/verdicts_by_machine.csv"),
+        plot=update(f"{RESULTS}/plots/comparison.svg"),
     log:
         f"{RESULTS}/logs/compare.log",
     benchmark:
@@ -123,7 +130,7 @@ rule report:
         benchmarks=[f"{RESULTS}/benchmarks/{rule_name(s, f)}.tsv" for s, f in JOBS],
     output:
         report(
-            f"{RESULTS}/report.html",
+            update(f"{RESULTS}/report.html"),
             caption="../../report/captions/report.rst",
             category="Report",
         ),
