@@ -1,7 +1,9 @@
 """Faults: a crashing or killed section job, and Ctrl-C during a forced re-run.
 
-A killed job is recorded as failed under its own name, with its log; an interrupted
-re-run keeps the previous raw results, and the next run re-runs that section."""
+A killed job is recorded as failed under its own name, with its log, and its earlier good
+results are kept beside the failed record; an interrupted re-run keeps the previous raw
+results, and the next run re-runs that section; a report or summary that refuses a corrupt
+record keeps the previous one."""
 
 import hashlib
 import json
@@ -27,6 +29,7 @@ from conftest import (
     snakemake,
 )
 from d2lperf import sections as section_table
+from d2lperf.results import KEPT_FOLDER
 
 SECTIONS = section_table.names()
 
@@ -130,6 +133,52 @@ def test_sigkill_of_one_job_is_reported_with_its_log(ci_run, tmp_path, experimen
     after = raw_results(results)
     assert {k: v for k, v in after.items() if not k.startswith("hybridize/")} == {
         k: v for k, v in before.items() if not k.startswith("hybridize/")}
+    # its earlier good samples are kept whole beside the failed record, which points at
+    # them, and the report says where they are
+    kept = results / "hybridize" / KEPT_FOLDER
+    assert {f"hybridize/{name}": digest(kept / name) for name in ("samples.csv", "run.json")} \
+        == {k: v for k, v in before.items() if k.startswith("hybridize/")}
+    assert record["previous"]["path"] == f"results/{CI_MACHINE}/hybridize/{KEPT_FOLDER}"
+    assert record["previous"]["samples"] == len(pd.read_csv(kept / "samples.csv")) > 0
+    assert f"are kept at results/{CI_MACHINE}/hybridize/{KEPT_FOLDER} and not shown here" \
+        in page
+
+
+def test_a_failed_report_keeps_the_previous_report_and_tables(ci_run, tmp_path,
+                                                               experiment_python):
+    """Snakemake deletes the outputs of a failed job; the aggregation rules' outputs are
+    update(), so a step that refuses a corrupt record leaves the user's last good report
+    and tables as they were, and says why in its log (one paragraph, no traceback)."""
+    work, results = fresh_copy(ci_run, tmp_path)
+    config = ["--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}",
+              f"results/{CI_MACHINE}/report.html"]
+    kept = [results / name for name in ("report.html", "summary.csv", "verdicts.csv")]
+    before = {path: digest(path) for path in kept}
+    machine = results / "machine.json"
+    good = machine.read_text()
+
+    # machine.json is read by the report alone: the report fails
+    machine.write_text('{"cpu": "x", "gpus": []}')
+    done = snakemake(work, *config)
+    assert done.returncode != 0, done.stderr[-3000:]
+    log = (results / "logs/report.log").read_text()
+    assert log.startswith(f"error: results/{CI_MACHINE}/machine.json: not a machine record: "
+                          "field 'cpu': 'x' is not of type 'object'. The report was not "
+                          "written"), log
+    assert "Traceback" not in log
+    assert {path: digest(path) for path in kept} == before
+
+    # a run record that no step can read: summarise fails, and the report never runs
+    machine.write_text(good)
+    sidecar = results / "hybridize/run.json"
+    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "started": 5}))
+    done = snakemake(work, *config)
+    assert done.returncode != 0, done.stderr[-3000:]
+    log = (results / "logs/summarise.log").read_text()
+    assert log.startswith(f"error: results/{CI_MACHINE}/hybridize/run.json: not a run record: "
+                          "field 'started': 5 is not of type 'string'. The tables were not "
+                          "written"), log
+    assert {path: digest(path) for path in kept} == before
 
 
 def test_ctrl_c_during_forcerun_keeps_the_previous_results(ci_run, tmp_path, experiment_python):

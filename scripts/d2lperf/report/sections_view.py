@@ -9,6 +9,7 @@ import argparse
 from d2lperf import stages
 from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
 from d2lperf.frameworks import DOCUMENTS
+from d2lperf.report.provenance_view import measured_when
 from d2lperf.report.values import FRAMEWORKS, Row, svg_data_uri
 from d2lperf.results import section_folder
 
@@ -47,13 +48,25 @@ def not_run_lines(section: str, mine: dict[str, Row], statuses: dict[str, str]) 
             for (status, why, needs), found in reasons.items()]
 
 
+def kept_words(previous: Row | None) -> str:
+    """Where a failed run's record says its section's last good run is kept (beside it,
+    by scripts/record_failure.py), and when that run was: the report shows the failure,
+    and says the earlier figures exist rather than showing them as this run's."""
+    if not previous:
+        return ""
+    return (f"its earlier results, of {measured_when([previous])} "
+            f"({previous['samples']} samples), are kept at {previous['path']} and not shown "
+            "here")
+
+
 def run_line(run: Row | None) -> Row:
     """One framework's status line of a section."""
     if run is None:
         return {"status": "missing", "text": "did not run", "flags": []}
     status = run.get("status", "missing")
     if status != "ok":
-        return {"status": status, "text": run.get("reason") or "", "flags": []}
+        return {"status": status, "text": "; ".join(filter(None, [
+            run.get("reason"), kept_words(run.get("previous"))])), "flags": []}
     params = run.get("parameters") or {}
     text = f"{run.get('wall_seconds', '–')} s"
     if params.get("repeats") is not None:
