@@ -131,3 +131,171 @@ def test_bad_per_framework_values_name_the_key(path, value, message):
     with pytest.raises(ConfigError) as error:
         check_config(changed(path, value), SCHEMA)
     assert message in str(error.value)
+
+
+# JSON Schema's "integer" admits 2.0 and its comparisons let NaN through every bound, so
+# the check tells numbers apart by their Python type: what reaches a command line or an
+# environment variable (OMP_NUM_THREADS=2.0 stops libgomp without naming the key) must
+# already be what the scripts parse.
+@pytest.mark.parametrize("path, value, message", [
+    (["threads"], 2.0, "config key threads = 2.0: must be a positive integer (written without "
+     "a decimal point: 2, not 2.0) or 'auto'"),
+    (["threads"], True, "config key threads = True: must be a positive integer"),
+    (["presets", "ci", "hybridize", "repeats"], 2.0,
+     "config key presets.ci.hybridize.repeats = 2.0: must be an integer of at least 1, "
+     "written without a decimal point (2, not 2.0)"),
+    (["presets", "ci", "hybridize", "repeats"], 2.5,
+     "config key presets.ci.hybridize.repeats = 2.5: must be an integer of at least 1"),
+    (["presets", "ci", "hybridize", "repeats"], True,
+     "config key presets.ci.hybridize.repeats = True: must be an integer of at least 1 "
+     "(true and false are not numbers)"),
+    (["presets", "ci", "hybridize", "repeats"], {"mxnet": 2.0, "pytorch": 3},
+     "config key presets.ci.hybridize.repeats.mxnet = 2.0: must be an integer of at least 1, "
+     "written without a decimal point (2, not 2.0)"),
+    (["presets", "ci", "hybridize", "warmup"], 1.0,
+     "config key presets.ci.hybridize.warmup = 1.0: must be an integer of at least 0"),
+    (["presets", "ci", "hybridize", "seed"], 0.0,
+     "config key presets.ci.hybridize.seed = 0.0: must be an integer of at least 0"),
+    (["presets", "ci", "async_computation", "size"], 500.0,
+     "config key presets.ci.async_computation.size = 500.0: must be an integer from 1 to "
+     "100000"),
+    (["presets", "ci", "ceilings", "copy_mb"], "32",
+     "config key presets.ci.ceilings.copy_mb = '32': must be an integer from 1 to 16384 "
+     "(a string here: write the number without quotes; inside [...] or {...} on Snakemake's "
+     "--config line every value is a string, so set it in a config file)"),
+    (["presets", "ci", "ceilings", "dot_sizes"], [500, 1e3],
+     "config key presets.ci.ceilings.dot_sizes.1 = 1000.0: must be an integer from 1 to 100000"),
+    (["presets", "ci", "multi_gpu_gluon", "devices"], [1, 2.0],
+     "config key presets.ci.multi_gpu_gluon.devices.1 = 2.0: must be an integer from 1 to 16"),
+    (["presets", "ci", "multi_gpu_gluon", "epochs"], False,
+     "config key presets.ci.multi_gpu_gluon.epochs = False: must be an integer of at least 1"),
+    (["presets", "ci", "multi_gpu_gluon", "data_workers"], -1,
+     "config key presets.ci.multi_gpu_gluon.data_workers = -1"),
+    (["presets", "ci", "multi_gpu_gluon", "data_workers"], 0.0,
+     "config key presets.ci.multi_gpu_gluon.data_workers = 0.0: must be an integer of at "
+     "least 0"),
+    (["presets", "ci", "multi_gpu_gluon", "train_limit"], 128.0,
+     "config key presets.ci.multi_gpu_gluon.train_limit = 128.0: must be an integer"),
+    (["presets", "ci", "multi_gpu_gluon", "learning_rates"], [0.1, float("nan")],
+     "config key presets.ci.multi_gpu_gluon.learning_rates.1 = nan: must be a finite number "
+     "above 0 (nan is not one)"),
+    (["presets", "ci", "multi_gpu_gluon", "learning_rates"], [0.1, float("inf")],
+     "config key presets.ci.multi_gpu_gluon.learning_rates.1 = inf: must be a finite number "
+     "above 0 (inf is not one)"),
+    (["presets", "ci", "multi_gpu_gluon", "learning_rates"], [0.1, True],
+     "learning_rates.1 = True: must be a finite number above 0 (true and false are not "
+     "numbers)"),
+    (["presets", "ci", "hybridize", "budget_seconds"], float("nan"),
+     "config key presets.ci.hybridize.budget_seconds = nan: must be a finite number above 0 "
+     "and at most 86400 (nan is not one)"),
+    (["presets", "ci", "hybridize", "budget_seconds"], {"mxnet": 2, "pytorch": float("nan")},
+     "config key presets.ci.hybridize.budget_seconds.pytorch = nan: must be a finite number"),
+    (["practical_band"], float("nan"),
+     "config key practical_band = nan: must be a finite number above 0 and below 1 (nan is "
+     "not one)"),
+    (["practical_band"], "0.05",
+     "config key practical_band = '0.05': must be a finite number above 0 and below 1 (a "
+     "string here: write the number without quotes;"),
+    (["probe_seconds"], float("-inf"),
+     "config key probe_seconds = -inf: must be a finite number above 0 and at most 10 (-inf "
+     "is not one)"),
+    (["probe_seconds"], False, "config key probe_seconds = False: must be a finite number"),
+    (["data_download"], "false", "config key data_download = 'false': must be true or false"),
+    (["data_download"], 1, "config key data_download = 1: must be true or false"),
+    (["machine"], 123, "config key machine = 123: must be a string (123 here: Snakemake's "
+     "--config reads a value of digits as a number, quoted or not; write it in a config file, "
+     "in quotes: machine: \"123\")"),
+    (["data_dir"], True, "config key data_dir = True: must be a string (True here: YAML "
+     "reads an unquoted yes, no, true or false as one; put it in quotes)"),
+    (["machine"], None, "config key machine = None: must be a string (null here: on "
+     "Snakemake's command line, machine= with nothing after it gives null; leave the key "
+     "out instead)"),
+])
+def test_numbers_and_booleans_have_their_exact_type(path, value, message):
+    with pytest.raises(ConfigError) as error:
+        check_config(changed(path, value), SCHEMA)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("path, value", [
+    (["presets", "ci", "hybridize", "budget_seconds"], 2.5),
+    (["presets", "ci", "hybridize", "budget_seconds"], {"mxnet": 2, "pytorch": 2.5}),
+    (["practical_band"], 0.1),
+    (["probe_seconds"], 1),
+    (["presets", "ci", "multi_gpu_gluon", "learning_rates"], [1, 0.5]),
+])
+def test_numbers_where_any_number_is_meant_may_be_whole(path, value):
+    check_config(changed(path, value), SCHEMA)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_preset_name_must_be_a_string(broken):
+    """YAML reads an unquoted name of digits as a number; sorting the names, or the errors
+    by where they are, would fail."""
+    preset = copy.deepcopy(CONFIG["presets"]["ci"])
+    config = changed(["presets", 2024], preset)
+    if broken:
+        preset["hybridize"]["repeats"] = 0
+        config["presets"]["ci"]["hybridize"]["repeats"] = 0
+    with pytest.raises(ConfigError) as error:
+        check_config(config, SCHEMA)
+    assert str(error.value).startswith("config section presets: the name 2024 is not a "
+                                       "string; allowed: a name in quotes ('2024')")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("kept-archives.json", "config key machine = 'kept-archives.json' is not a valid machine "
+     "id: the project writes kept-archives.json under results/ itself; choose another name "
+     "(or empty)"),
+    ("KEPT-ARCHIVES.JSON", "the project writes kept-archives.json under results/ itself"),
+    ("box--kept", "config key machine = 'box--kept' is not a valid machine id for this "
+     "machine's results: '--' separates the folder names the project derives from an id "
+     "(<id>--system-blas, <id>--<kernel>-kernel, <id>--kept); allowed: 1 to 120 characters"),
+    ("box--system-blas", "config key machine = 'box--system-blas' is not a valid machine id"),
+    ("box--haswell-kernel", "'--' separates the folder names the project derives"),
+])
+def test_machine_may_not_take_a_name_the_project_writes_under_results(value, message):
+    with pytest.raises(ConfigError) as error:
+        check_config(changed(["machine"], value), SCHEMA)
+    assert message in str(error.value)
+
+
+def test_baseline_may_name_a_variant_but_not_a_file_of_the_project():
+    """The baseline names any folder under results/, a BLAS variant's or a kept archive's
+    included; never the kept archives' record."""
+    check_config(changed(["baseline_machine"], "box--system-blas"), SCHEMA)
+    check_config(changed(["baseline_machine"], "box--kept"), SCHEMA)
+    with pytest.raises(ConfigError, match="config key baseline_machine = 'kept-archives.json' "
+                       "is not a valid machine id: the project writes"):
+        check_config(changed(["baseline_machine"], "kept-archives.json"), SCHEMA)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("threads=2.0", "config key threads = 2.0: must be a positive integer"),
+    ("practical_band=nan", "config key practical_band = nan: must be a finite number"),
+    ("machine=kept-archives.json", "config key machine = 'kept-archives.json' is not a valid "
+     "machine id"),
+])
+def test_snakemake_refuses_wrong_types_before_any_job(tmp_path, setting, message):
+    """Snakemake's --config reads 2.0 as a float and nan as a float NaN."""
+    work = copy_workflow(tmp_path / "wf")
+    done = snakemake(work, "-n", "--cores", "1", "--config", "preset=ci", setting)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "Invalid configuration" in said and message in said
+    assert "Traceback" not in said
+
+
+def test_a_config_that_asks_for_yte_runs_python_before_any_check(tmp_path):
+    """What the README warns of: Snakemake renders a config file that sets __use_yte__ as a
+    template, running its expressions, as it loads the file, before the workflow's code
+    (and so its config check) runs; and the marker is gone from what the check sees. So a
+    config file is read like a script, and the check cannot refuse it."""
+    from snakemake.common.configfile import load_configfile
+
+    ran = tmp_path / "ran"
+    path = tmp_path / "config.yaml"
+    path.write_text(f'__use_yte__: true\nthreads: ?open({str(ran)!r}, "w").write("x")\n')
+    config = load_configfile(str(path))
+    assert ran.exists()
+    assert config == {"threads": 1}

@@ -1,6 +1,8 @@
 import os
 import stat
 
+import pytest
+
 from d2lperf import machine
 
 
@@ -60,3 +62,58 @@ def test_this_machines_peak_is_stated_when_its_clock_is_known():
     if machine.clock_ghz()[0]:
         assert 0 < peak["gflops_low"] < peak["gflops_high"]
         assert peak["cores"] <= facts["logical_cores"]
+
+
+def test_names_the_project_writes_under_results_are_reserved():
+    """Every name the project writes directly under results/ beside the machines' folders
+    is refused as a machine id, wherever an id enters (config, import, folder names); the
+    quoted "results/<name>" literals of the rules and scripts, and the archive importer's
+    record, are all among them. Hidden names (an import's staging folders) never pass."""
+    import re
+    from pathlib import Path
+
+    from d2lperf import archive
+
+    repo = Path(__file__).resolve().parents[1]
+    written = set()
+    for path in [*repo.glob("workflow/**/*.smk"), *repo.glob("scripts/**/*.py"),
+                 repo / "Snakefile", repo / "Makefile"]:
+        written |= set(re.findall(r"""["']results/([^"'{}/<\s]+)["']""", path.read_text()))
+    assert "kept-archives.json" in written
+    assert {archive.KEPT_RECORD, *written} <= machine.RESERVED_RESULT_NAMES
+    for name in machine.RESERVED_RESULT_NAMES:
+        for spelling in (name, name.upper()):  # one file on a case-insensitive disk
+            with pytest.raises(machine.MachineIdError) as error:
+                machine.check_machine_id(spelling, "config key machine =")
+            assert str(error.value) == (
+                f"config key machine = {spelling!r} is not a valid machine id: the project "
+                f"writes {name} under results/ itself; choose another name")
+    with pytest.raises(machine.MachineIdError, match="not a valid machine id"):
+        machine.check_machine_id(archive.STAGING_PREFIX + "123-abc")
+
+
+@pytest.mark.parametrize("text", ["box--kept", "box--system-blas", "box--haswell-kernel",
+                                  "a--b"])
+def test_an_id_of_this_machines_own_results_holds_no_variant_separator(text):
+    """'--' joins an id and what the project derives from it (a BLAS variant's folder, a
+    kept archive's): an id that held it could be another machine's variant. Such folder
+    names are still ids where an id names a folder that is there (a baseline, an import)."""
+    assert machine.check_machine_id(text) == text
+    with pytest.raises(machine.MachineIdError) as error:
+        machine.check_machine_id(text, "config key machine =", own=True)
+    assert str(error.value) == (
+        f"config key machine = {text!r} is not a valid machine id for this machine's "
+        "results: '--' separates the folder names the project derives from an id "
+        "(<id>--system-blas, <id>--<kernel>-kernel, <id>--kept); allowed: "
+        f"{machine.MACHINE_ID_RULE}, without '--'")
+
+
+@pytest.mark.parametrize("cpu, cores, gpus", [
+    ("Intel(R) Xeon(R) -- Gold 6130 CPU @ 2.10GHz", 8, ["Tesla V100 -- SXM2", "A--B"]),
+    ("kept-archives.json", 2, []),
+    ("--", 1, ["--"]),
+])
+def test_a_derived_id_is_never_reserved_nor_a_variant(cpu, cores, gpus):
+    derived = machine.machine_id(cpu, cores, gpus)
+    assert "--" not in derived
+    assert derived.casefold() not in {n.casefold() for n in machine.RESERVED_RESULT_NAMES}

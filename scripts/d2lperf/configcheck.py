@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,29 @@ class ConfigError(ValueError):
     """The config is wrong; the message says which key and what it may be."""
 
 
+def _is_integer(checker, instance) -> bool:
+    """JSON Schema counts 2.0 as an integer, and Python's True as 1; the config's integers
+    reach the section scripts' command lines and the thread variables as written (libgomp
+    stops at OMP_NUM_THREADS=2.0 without naming the key), so only an int is one here."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_number(checker, instance) -> bool:
+    """A finite int or float: NaN passes every bound (each comparison with it is false),
+    and infinity every lower one."""
+    if isinstance(instance, bool):
+        return False
+    return isinstance(instance, int) or (isinstance(instance, float) and math.isfinite(instance))
+
+
+# Draft 2020-12 with the two types above: every "integer" and "number" of the schema, the
+# table of sections' options included, is checked so.
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}))
+
+
 def _where(path) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 
@@ -31,8 +55,63 @@ def _allowed_keys(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[st
     return sorted(schema.get("properties", {}))
 
 
+def _bounds(schema: Mapping[str, Any]) -> str:
+    """A schema's bounds in words: ' from 1 to 16', ' of at least 0', ' above 0 and below 1'."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
+        return f" from {low} to {high}"
+    words = [f"above {schema['exclusiveMinimum']}" if "exclusiveMinimum" in schema else
+             f"of at least {low}" if low is not None else None,
+             f"below {schema['exclusiveMaximum']}" if "exclusiveMaximum" in schema else
+             f"at most {high}" if high is not None else None]
+    words = [w for w in words if w]
+    if len(words) == 2 and words[0].startswith("of at least"):
+        words[0] = words[0].replace("of at least", "at least")
+    return (" " + " and ".join(words)) if words else ""
+
+
+def _type_message(error: jsonschema.ValidationError) -> str | None:
+    """What a value of the wrong type should have been, and why this one is not it; None
+    where jsonschema's own words say it (an object, an array)."""
+    wanted, value = error.validator_value, error.instance
+    if wanted == "boolean":
+        return "must be true or false (on Snakemake's command line: True or False)"
+    if wanted not in ("integer", "number", "string"):
+        return None
+    allowed = {"integer": "an integer", "number": "a finite number", "string": "a string"}[wanted]
+    allowed += _bounds(error.schema)
+    key = error.absolute_path[-1] if error.absolute_path else "key"
+    if value is None:
+        why = (f" (null here: on Snakemake's command line, {key}= with nothing after it gives "
+               "null; leave the key out instead)")
+    elif wanted == "string" and isinstance(value, bool):
+        why = (f" ({value} here: YAML reads an unquoted yes, no, true or false as one; put "
+               "it in quotes)")
+    elif wanted == "string" and isinstance(value, (int, float)):
+        # Snakemake's --config strips quotes before it tries int() and float()
+        why = (f" ({_short(value)} here: Snakemake's --config reads a value of digits as a "
+               f"number, quoted or not; write it in a config file, in quotes: "
+               f"{key}: \"{value}\")")
+    elif isinstance(value, bool):
+        why = " (true and false are not numbers)"
+    elif isinstance(value, str):
+        # Snakemake's --config reads whatever is nested in [...] or {...} as text
+        why = (" (a string here: write the number without quotes; inside [...] or {...} on "
+               "Snakemake's --config line every value is a string, so set it in a config file)")
+    elif isinstance(value, float) and not math.isfinite(value):
+        why = f" ({value} is not one)"
+    elif wanted == "integer" and isinstance(value, float) and value.is_integer():
+        return f"must be {allowed}, written without a decimal point ({int(value)}, not {value})"
+    else:
+        why = ""
+    return f"must be {allowed}{why}"
+
+
 def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
     where = _where(error.absolute_path)
+    if "propertyNames" in error.schema_path:
+        return (f"config section {where}: the name {error.instance!r} is not a string; "
+                f"allowed: a name in quotes ('{error.instance}')")
     if error.validator == "anyOf" and error.absolute_path and (
             error.absolute_path[-1] in sections.PER_FRAMEWORK):
         return _per_framework_message(error, where)
@@ -42,18 +121,25 @@ def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
                 "frameworks do the same work); only how much is measured may differ by "
                 f"framework: {', '.join(sections.PER_FRAMEWORK)}")
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        # key=str: YAML may give a key as a number beside the named ones
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
         allowed = ", ".join(_allowed_keys(error.schema, root)) or "none"
         keys = ", ".join(repr(k) for k in extra)
         return f"unknown config key {keys} in {where}; allowed keys there: {allowed}"
     if error.validator == "required":
         return f"config section {where} is missing a key: {error.message}"
     if error.validator == "oneOf" and error.absolute_path and error.absolute_path[-1] == "threads":
-        return f"config key {where} = {error.instance!r}: must be a positive integer or 'auto'"
-    if error.validator == "type" and error.validator_value == "boolean":
-        return (f"config key {where} = {error.instance!r}: must be true or false "
-                "(on Snakemake's command line: True or False)")
-    return f"config key {where} = {error.instance!r}: {error.message}"
+        value = error.instance
+        if isinstance(value, float) and value.is_integer() and value >= 1:
+            return (f"config key {where} = {value!r}: must be a positive integer (written "
+                    f"without a decimal point: {int(value)}, not {value}) or 'auto'")
+        return f"config key {where} = {value!r}: must be a positive integer or 'auto'"
+    return f"config key {where} = {error.instance!r}: {_detail(error)}"
+
+
+def _detail(error: jsonschema.ValidationError) -> str:
+    """What is wrong with one value: for a wrong type, what it must be; else jsonschema's."""
+    return (error.validator == "type" and _type_message(error)) or error.message
 
 
 def _per_framework_message(error: jsonschema.ValidationError, where: str) -> str:
@@ -61,7 +147,7 @@ def _per_framework_message(error: jsonschema.ValidationError, where: str) -> str
     value = error.instance
     if not isinstance(value, dict):
         scalar = next(e for e in error.context if e.schema_path[0] == 0)
-        return f"config key {where} = {value!r}: {scalar.message}"
+        return f"config key {where} = {value!r}: {_detail(scalar)}"
     allowed = frameworks.names()
     unknown = [name for name in value if name not in allowed]
     if unknown:
@@ -70,7 +156,7 @@ def _per_framework_message(error: jsonschema.ValidationError, where: str) -> str
     for sub in error.context:
         if sub.schema_path[0] == 1 and len(sub.relative_path) == 1:
             name = sub.relative_path[0]
-            return f"config key {where}.{name} = {value[name]!r}: {sub.message}"
+            return f"config key {where}.{name} = {value[name]!r}: {_detail(sub)}"
     return f"config key {where} = {value!r}: a number, or one per framework ({', '.join(allowed)})"
 
 
@@ -94,8 +180,10 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
 def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
     """Raise ConfigError naming the first wrong key, or the unknown preset."""
     schema = load_schema(schema_path)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
+    validator = Validator(schema)
+    # by where they are; a path may hold a preset named by a number beside named ones
+    errors = sorted(validator.iter_errors(dict(config)),
+                    key=lambda e: [(isinstance(p, str), p) for p in e.absolute_path])
     if errors:
         raise ConfigError("\n".join(_message(e, schema) for e in errors))
     for name, preset in config["presets"].items():
@@ -118,10 +206,12 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
                         f"config key presets.{name}.{section}.{key} names no value for "
                         f"{', '.join(missing)} (config key frameworks runs it); name one for "
                         f"each of: {', '.join(running)}")
+    # machine names the folder this run writes; baseline_machine any folder under
+    # results/, a BLAS variant's or a kept archive's included
     for key in ("machine", "baseline_machine"):
         if config.get(key):
             try:
-                check_machine_id(config[key], f"config key {key} =")
+                check_machine_id(config[key], f"config key {key} =", own=key == "machine")
             except MachineIdError as error:
                 raise ConfigError(f"{error} (or empty)") from None
     presets = sorted(config["presets"])

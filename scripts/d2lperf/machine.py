@@ -21,16 +21,40 @@ MACHINE_ID_RULE = ("1 to 120 characters: letters, digits, '.', '_' or '-', start
                    "letter or digit")
 
 
+# What the project itself writes directly under results/, beside the machines' folders: an
+# id equal to one (in any case: one file on a case-insensitive disk) would make its folder
+# collide with it. The archive importer's record of kept archives (archive.KEPT_RECORD) is
+# the one; an import's staging folders are hidden, which no id may be.
+RESERVED_RESULT_NAMES = frozenset({"kept-archives.json"})
+# What joins an id to the folder names the project derives from it: a BLAS variant's
+# results (<id>--system-blas, <id>--<kernel>-kernel) and a kept archive of this machine's
+# own id (<id>--kept). The id a run writes under never holds it, so that its folder is never
+# some other id's variant; an id naming a folder that is there (a baseline, an import's) may.
+VARIANT_SEPARATOR = "--"
+VARIANT_FORMS = "<id>--system-blas, <id>--<kernel>-kernel, <id>--kept"
+
+
 class MachineIdError(ValueError):
     """Not a machine id; the message says what one looks like."""
 
 
-def check_machine_id(text: object, where: str = "machine id") -> str:
+def check_machine_id(text: object, where: str = "machine id", *, own: bool = False) -> str:
     """``text`` when it is a valid machine id, else MachineIdError naming ``where``.
-    The one check of every id: config, ``--as``, archive manifests, folders under results/."""
+    The one check of every id: config, ``--as``, archive manifests, folders under results/.
+    ``own``: the id this machine's run writes its results under, which also may not hold
+    VARIANT_SEPARATOR."""
+    shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
     if not isinstance(text, str) or not MACHINE_ID.fullmatch(text):
-        shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
         raise MachineIdError(f"{where} {shown} is not a valid machine id: {MACHINE_ID_RULE}")
+    reserved = {name.casefold(): name for name in RESERVED_RESULT_NAMES}.get(text.casefold())
+    if reserved:
+        raise MachineIdError(f"{where} {shown} is not a valid machine id: the project writes "
+                             f"{reserved} under results/ itself; choose another name")
+    if own and VARIANT_SEPARATOR in text:
+        raise MachineIdError(
+            f"{where} {shown} is not a valid machine id for this machine's results: "
+            f"'{VARIANT_SEPARATOR}' separates the folder names the project derives from an id "
+            f"({VARIANT_FORMS}); allowed: {MACHINE_ID_RULE}, without '{VARIANT_SEPARATOR}'")
     return text
 
 
