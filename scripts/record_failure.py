@@ -71,6 +71,8 @@ def keep_previous(table: Path, sidecar: Path) -> dict[str, Any] | None:
     is a failure that kept one already points at it again; anything else (no record, a
     skipped run, a table that cannot be read) keeps nothing. Returns the failed record's
     ``previous`` field, or None."""
+    for stale in sidecar.parent.glob(f".{KEPT_FOLDER}*"):  # left by one stopped midway
+        shutil.rmtree(stale, ignore_errors=True)
     record = _record(sidecar)
     if record is None:
         return None
@@ -95,8 +97,9 @@ def keep_previous(table: Path, sidecar: Path) -> dict[str, Any] | None:
             os.rename(staging, kept)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"path": str(kept), "samples": samples,
-            "started": record.get("started"), "finished": record.get("finished")}
+    when = {key: record[key] if isinstance(record.get(key), str) else None
+            for key in ("started", "finished")}
+    return {"path": str(kept), "samples": samples, **when}
 
 
 def main() -> int:

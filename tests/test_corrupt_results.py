@@ -145,6 +145,12 @@ WRONG_FIELDS = [
     ({"stages": {"count": "two"}}, "field 'stages.count': 'two' is not of type 'integer'"),
     ({"processes": [{"started": 5}]}, "field 'processes.0.started': 5 is not of type"),
     ({"outputs": {"b1": {"text": 5}}}, "field 'outputs.b1.text': 5 is not of type 'string'"),
+    ({"outputs": {"b1": {"text": "[1 2]", "values": [1, "2"]}}},
+     "field 'outputs.b1.values': [1, '2'] is not valid under any of the given schemas"),
+    ({"execution": {"device_kind": 1}},
+     "field 'execution.device_kind': 1 is not of type 'string'"),
+    ({"execution": {"device_kind": "cpu", "queues_work": "yes"}},
+     "field 'execution.queues_work': 'yes' is not of type 'boolean'"),
     ({"mxnet": {"features": "OPENMP"}}, "field 'mxnet.features': 'OPENMP' is not of type"),
     ({"torch": {"threads": 2}}, "field 'torch.threads': 2 is not of type 'object'"),
     ({"status": "failed", "exit_code": "137"},
@@ -172,7 +178,11 @@ def test_a_run_record_as_the_harness_writes_it_passes(tmp_path):
               "threads": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": None},
               "steadiness": {**STEADY, "steal_share": None, "before": {"probe_s": [0.2]}},
               "stages": {"count": 1, "confidence_per_look": float("nan"), "history": []},
-              "processes": [{"pid": 1, "started": None, "status": "ok"}]}
+              "processes": [{"pid": 1, "started": None, "status": "ok"}],
+              "execution": {"device_kind": "cpu", "queues_work": True,
+                            "separate_devices": False},
+              "outputs": {"dot_sum": {"text": "[[1. 2.]]", "values": [[1.0, 2]]},
+                          "flag": {"text": "True", "values": True}}}
     sidecar = section(tmp_path / "r", record=json.dumps(record))
     runs, samples = summarise.load_runs([sidecar], SCHEMA)
     assert runs["mxnet"]["hybridize"]["steadiness"]["probe_moved"] == 0.05

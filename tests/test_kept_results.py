@@ -98,6 +98,9 @@ def test_a_second_failure_keeps_the_same_earlier_run(tmp_path):
     samples, record = good_run(folder)
     assert run_killed_section(tmp_path, folder).returncode == 0
     first = json.loads((folder / "run.json").read_text())
+    # what a keeping stopped midway leaves (its staging folder) is cleared the next time
+    (folder / f".{KEPT_FOLDER}.abc123").mkdir()
+    (folder / f".{KEPT_FOLDER}.abc123" / "run.json").write_text("{")
 
     done = run_killed_section(tmp_path, folder)
 
