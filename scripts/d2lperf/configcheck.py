@@ -22,9 +22,10 @@ class ConfigError(ValueError):
 
 
 def _is_integer(checker, instance) -> bool:
-    """JSON Schema counts 2.0 as an integer, and Python's True as 1; the config's integers
-    reach the section scripts' command lines and the thread variables as written (libgomp
-    stops at OMP_NUM_THREADS=2.0 without naming the key), so only an int is one here."""
+    """JSON Schema counts 2.0 as an integer; the config's integers reach the section
+    scripts' command lines and the thread variables as written (libgomp stops at
+    OMP_NUM_THREADS=2.0 without naming the key), so only an int is one here (a bool is an
+    int to Python, never to a config)."""
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
