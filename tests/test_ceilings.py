@@ -112,7 +112,7 @@ def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tm
     (ceilings / "run.json").write_text(json.dumps({
         **run, "section": "ceilings", "framework": "pytorch",
         "notes": {"kernels": {"torch_mm_4000": "torch mm (mkl)"}}}))
-    args.runs += [ceilings / "run.json", run_record(tmp_path / "async_pytorch",
+    args.runs += [ceilings / "run.json", run_record(tmp_path / "async_computation_pytorch",
                                                     "async_computation", "pytorch", "ok")]
     page = render_report.render(args)
     first_screen = page.split('id="claims"')[0]
