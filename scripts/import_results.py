@@ -6,7 +6,8 @@ Each archive is verified first (size limits, manifest, checksums, JSON and table
 schemas, safe names, a valid machine id not already taken); a bad archive is refused
 with the reason and nothing is written. The files are unpacked into a hidden staging
 folder (results/.import-<pid>-*) that is removed on any exit, or by the next import if
-this one is killed, and moved into place whole. Imported folders are never re-run or
+this one is killed, and moved into place whole; imports into the same results folder take
+turns (one that waits says so). Imported folders are never re-run or
 overwritten by Snakemake: a run whose machine id is an imported one is refused.
 
     .venv/bin/python scripts/import_results.py --kept report/machines
@@ -14,9 +15,10 @@ overwritten by Snakemake: a run whose machine id is an imported one is refused.
 imports the archives the repository keeps (a GPU check's), each under its file name,
 once: `make report` runs it before the pipeline, so every report compares against them.
 A bad kept archive is refused with its name and the reason (on stderr and in
-results/kept-archives.json, which the report shows) and the others go on: this exits 0,
-so that nothing the repository keeps stops the user's own run. One named after this
-machine's own id is imported as <id>--kept instead, leaving that id to the local run.
+results/kept-archives.json, which the report shows), whatever is wrong with it, and the
+others go on: this exits 0, so that nothing the repository keeps stops the user's own
+run. One named after this machine's own id is imported as <id>--kept instead, leaving
+that id to the local run.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from d2lperf.archive import ArchiveError, import_archive, import_kept
+from d2lperf.archive import ArchiveError, import_archive, import_kept, one_line
 from d2lperf.machine import MachineIdError, check_machine_id, machine_id
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,8 +75,13 @@ def main() -> int:
     if bool(args.kept) == bool(args.archives):
         p.error("name archives to import, or --kept FOLDER (not both)")
     if args.kept:
-        for name, what in import_kept(args.kept, args.results, args.schema,
-                                      local_ids(args.local_id)):
+        try:
+            done = import_kept(args.kept, args.results, args.schema, local_ids(args.local_id))
+        except Exception as error:  # noqa: BLE001 (what the repository keeps never stops a run)
+            print(f"{args.kept}: kept archives not imported: {one_line(str(error))}",
+                  file=sys.stderr)
+            return 0
+        for name, what in done:
             print(f"{args.kept / name}: {what}",
                   file=sys.stderr if what.startswith("refused") else sys.stdout)
         return 0
@@ -84,7 +91,12 @@ def main() -> int:
         try:
             target = import_archive(path, args.results, args.schema, args.rename)
         except ArchiveError as error:
-            print(f"{path}: refused: {error}", file=sys.stderr)
+            print(f"{path}: refused: {one_line(str(error))}", file=sys.stderr)
+            failed += 1
+            continue
+        except Exception as error:  # noqa: BLE001 (an error nobody foresaw: still a refusal)
+            print(f"{path}: refused: could not be read "
+                  f"({one_line(f'{type(error).__name__}: {error}')})", file=sys.stderr)
             failed += 1
             continue
         print(f"{path}: imported as {target} in {time.perf_counter() - start:.2f} s")

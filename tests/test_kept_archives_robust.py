@@ -8,9 +8,7 @@ The hostile archives are built here block by block (tarfile would not write most
 small, and each differs from a good archive in one thing."""
 
 import gzip
-import io
 import json
-import os
 import subprocess
 import tarfile
 import textwrap
@@ -161,6 +159,13 @@ def deep_member(name: str, depth: int) -> bytes:
     return gz_tar(entries=entries)
 
 
+def flat_json_member(size: int) -> bytes:
+    """A JSON list of empty objects: some 24 bytes of memory per byte once parsed (16 MB
+    of it took 425 MB), and a few KB gzip'd."""
+    entries = {**GOOD, "box/notes.json": b"[" + b"{}," * (size // 3) + b"{}]"}
+    return gz_tar(entries=entries)
+
+
 def deep_code(depth: int) -> bytes:
     """A manifest that parses (within Python's recursion limit) with its code nested
     ``depth`` deep: every later step that walks it (the schema, imported.json) would
@@ -204,8 +209,11 @@ HOSTILE_KEPT = {
                                       "manifest.json: JSON nested more than"),
     "named after the record of kept archives": ("kept-archives.json.tar.gz",
                                                 lambda: named("kept-archives.json"),
-                                                "is a name this project uses under "
-                                                "results/"),
+                                                "the project writes kept-archives.json "
+                                                "under results/ itself"),
+    "a JSON member of 16 MB of empty objects": ("flat-json.tar.gz",
+                                                lambda: flat_json_member(16_000_000),
+                                                "bytes of JSON, more than the limit of"),
     "owners of 60 KB on 3,000 members": ("long-owner.tar.gz", lambda: long_owner(3000, 60_000),
                                          "owner"),
 }
@@ -330,7 +338,8 @@ def test_no_import_takes_a_name_the_project_uses_under_results(tmp_path, how):
         bad.write_bytes(gz_tar(manifest=listing(entries, reserved), entries=entries))
     else:
         bad.write_bytes(gz_tar())
-    with pytest.raises(ArchiveError, match=f"{reserved}.* is a name this project uses"):
+    said = f"{reserved}.* the project writes {reserved} under results/ itself"
+    with pytest.raises(ArchiveError, match=said):
         import_archive(bad, tmp_path / "results", SCHEMA,
                        reserved if how == "--as" else None)
     assert not (tmp_path / "results" / reserved).exists()
@@ -338,8 +347,9 @@ def test_no_import_takes_a_name_the_project_uses_under_results(tmp_path, how):
 
 def test_a_kept_archive_may_not_land_on_a_hidden_or_reserved_name():
     for name in archive.RESERVED_IDS:
-        with pytest.raises(ArchiveError, match="is a name this project uses"):
-            archive.check_import_id(name, "its name")
+        for spelling in (name, name.upper()):
+            with pytest.raises(ArchiveError, match=f"the project writes {name} under"):
+                archive.check_import_id(spelling, "its name")
     assert archive.check_import_id("box-2026-12-01", "its name") == "box-2026-12-01"
 
 
@@ -356,7 +366,7 @@ def test_two_imports_at_once_refuse_nothing(tmp_path):
         both = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
         said = [p.communicate(timeout=120) for p in both]
-        for process, (out, err) in zip(both, said):
+        for process, (_, err) in zip(both, said):
             assert process.returncode == 0, err
             assert "refused" not in err and "Traceback" not in err, (attempt, err)
         assert archive.kept_refusals(results / archive.KEPT_RECORD) == []
@@ -463,3 +473,45 @@ def test_an_imported_config_yaml_that_asks_for_yte_is_never_evaluated(tmp_path):
     assert planned.returncode == 0, planned.stderr[-3000:]
     assert not canary.exists()
     assert "pwned" not in planned.stdout + planned.stderr
+
+
+def kept_import_folder(results: Path, name: str, kept: bool) -> Path:
+    """results/<name>/ as an import made it (``kept``: from a kept archive of that name)."""
+    folder = results / name
+    folder.mkdir(parents=True)
+    (folder / "machine.json").write_bytes(MACHINE_JSON)
+    (folder / "imported.json").write_text(json.dumps({
+        "archive": f"{name}.tar.gz", "kept": kept, "archive_sha256": "0" * 64}))
+    return folder
+
+
+def test_a_record_folder_left_by_an_earlier_kept_import_is_removed(tmp_path):
+    """Earlier code imported kept-archives.json.tar.gz as results/kept-archives.json/, and
+    every later run failed on it (IsADirectoryError): that folder goes, the archive is
+    refused, and the record is written."""
+    folder = tmp_path / "report/machines"
+    good_kept(folder)
+    (folder / f"{archive.KEPT_RECORD}.tar.gz").write_bytes(gz_tar())
+    kept_import_folder(tmp_path / "results", archive.KEPT_RECORD, kept=True)
+    done, _ = import_kept_cli(tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    record = tmp_path / "results" / archive.KEPT_RECORD
+    assert record.is_file()
+    assert [r["archive"] for r in archive.kept_refusals(record)] == [
+        f"{archive.KEPT_RECORD}.tar.gz"]
+    assert (tmp_path / "results/box-2026-12-01/imported.json").exists()
+
+
+def test_a_record_folder_made_by_someone_else_is_left_and_the_run_goes_on(tmp_path):
+    """A folder the user made there is never removed: the record cannot be written, which
+    is said, and the import still ends 0 with the good archive imported."""
+    folder = tmp_path / "report/machines"
+    good_kept(folder)
+    mine = kept_import_folder(tmp_path / "results", archive.KEPT_RECORD, kept=False)
+    done, _ = import_kept_cli(tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert (f"results/{archive.KEPT_RECORD} cannot be written (Is a directory); the report "
+            "will not list the refused kept archives") in done.stderr
+    assert "report/machines/box-2026-12-01.tar.gz: imported" in done.stdout
+    assert (mine / "imported.json").exists()
+    assert (tmp_path / "results/box-2026-12-01/imported.json").exists()

@@ -7,22 +7,28 @@ It is deterministic: entries sorted, owners and times fixed, so archiving the sa
 results twice gives the same bytes.
 
 Import trusts nothing in the file: it refuses an archive that is not a regular file (a
-FIFO, a device), absolute paths, ``..``, hidden or odd names, links and device files,
-members and extended (PAX) headers over the size limits (from their headers, before
-reading them), too many members, duplicate names, files missing from the manifest or
-manifest entries without a file, checksum mismatches, JSON that does not parse, a
+FIFO, a device), absolute paths, ``..``, hidden or odd names, links, device and sparse
+files, members and extended (PAX, GNU long name) headers over the size limits, chains of
+extended headers and global ones (all from their headers, before reading them), too many
+members, duplicate names, files missing from the manifest or manifest entries without a
+file, checksum mismatches, JSON that does not parse, is too large or nests too deep, a
 manifest, machine.json or run.json that fails its schema (workflow/schemas/), tables
 whose figures mean nothing (see d2lperf.tables), figures without their raw samples,
-truncated or non-gzip files, and a machine id that is invalid or already taken, and it
-writes nothing unless all is well. Imported folders arrive read-only, marked by
-imported.json. The archives the repository keeps are imported one by one
-(``import_kept``): a bad one is refused by name and never stops the others, nor the run.
+truncated or non-gzip files, and a machine id that is invalid, already taken or a name
+the project writes under results/ itself, and it writes nothing unless all is well.
+Imported folders arrive read-only, marked by imported.json; imports into one results
+folder take turns. The archives the repository keeps are imported one by one
+(``import_kept``): a bad one is refused by name, whatever is wrong with it, and never
+stops the others, nor the run. Nothing in an archive is ever read as configuration: its
+config.yaml is one of its files, never loaded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
+import fcntl
 import gzip
 import hashlib
 import io
@@ -31,11 +37,13 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import yaml
@@ -61,12 +69,21 @@ MAX_TABLE_BYTES = 2 << 20
 MAX_TOTAL_BYTES = 64 << 20
 MAX_MEMBERS = 10_000
 MAX_NAME_LENGTH = 400
+# JSON from an archive: the project's nests a few levels (a run record's notes the most)
+# and is some KB. json.loads recurses once a level (200,000 levels end in RecursionError),
+# and whatever walks the value later recurses as deep; and a flat list of empty objects
+# takes some 24 bytes of memory per byte of JSON.
+MAX_JSON_DEPTH = 32
+MAX_JSON_BYTES = 1 << 20
 # An extended (PAX or GNU long-name) header holds a member's name and a few numbers; tarfile
 # reads one whole into memory before the member it describes, so it is bounded from its
 # own header block, before it is read.
 MAX_HEADER_BYTES = 64 << 10
 EXTENDED_HEADERS = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
                     tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+# One member needs at most a PAX header, or a GNU long name and long link: a few more
+# before one member are a chain, which tarfile would follow by recursion.
+MAX_EXTENDED_IN_A_ROW = 4
 # Where tarfile's own extraction filter places members when it checks them: a name it
 # accepts lands under this folder, which never exists, so no link on disk changes the answer.
 FILTER_DESTINATION = "/nonexistent-d2lperf-import"
@@ -74,6 +91,11 @@ NAME_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,119}")
 STAGING_PREFIX = ".import-"
 KEPT_SUFFIX = "--kept"
 KEPT_RECORD = "kept-archives.json"  # under results/: what became of each kept archive
+# What the project itself writes directly under results/ beside the machines' folders
+# (hidden names, such as the staging folders, are never machine ids): an import taking
+# one would put a folder where the project writes its file, and every later run would
+# fail on it. Compared without case, for case-insensitive disks.
+RESERVED_IDS = frozenset({KEPT_RECORD})
 # What the comparison reads of another machine's tables (scripts/compare.py).
 SUMMARY_COLUMNS = ("section", "case", "metric", "epoch", "unit", "count", "median",
                    "ci_low", "ci_high", "status")
@@ -83,6 +105,20 @@ VERDICTS = (HOLDS, FAILS, UNSURE, NOT_HERE, NA)
 
 class ArchiveError(ValueError):
     """The archive cannot be imported; the message says why and nothing was written."""
+
+
+def check_import_id(text: object, where: str) -> str:
+    """``text`` when an import may take it as the name of its folder under results/: a
+    machine id (d2lperf.machine), and none of the names the project writes there itself."""
+    try:
+        check_machine_id(text, where)
+    except MachineIdError as error:
+        raise ArchiveError(str(error)) from None
+    for name in sorted(RESERVED_IDS):
+        if str(text).casefold() == name.casefold():
+            raise ArchiveError(f"{where} {text!r} is not a valid machine id: the project "
+                               f"writes {name} under results/ itself; choose another name")
+    return str(text)
 
 
 def sha256(data: bytes) -> str:
@@ -137,17 +173,72 @@ def write_archive(out: Path, machine: str, members: dict[str, bytes],
 
 
 class _BoundedTarInfo(tarfile.TarInfo):
-    """tarfile's member header, refusing an extended header over MAX_HEADER_BYTES and a
-    GNU sparse member (a chain of extension blocks) before any of it is read."""
+    """tarfile's member header, bounded before tarfile reads what a header announces.
+
+    tarfile reads an extended header (PAX, GNU long name) whole, then calls itself for the
+    header it describes, so a chain of them recurses until RecursionError; it reads a GNU
+    sparse map, of any of its four formats, into a list however long it is (a map of
+    millions of entries gzips to some KB); a global PAX header applies to every later
+    member; and it keeps every member it has read, each with its parsed extended header.
+    So: an extended header over MAX_HEADER_BYTES or more than MAX_EXTENDED_IN_A_ROW of them
+    before one member are refused from their own header blocks, before they are read; a
+    sparse member is refused before its map is read (the archives written here never
+    hold one); a global header is refused; and a member keeps no parsed header once read,
+    nor an owner, group or link target longer than a name may be."""
 
     def _proc_member(self, tar):
-        if self.type in EXTENDED_HEADERS and self.size > MAX_HEADER_BYTES:
-            raise ArchiveError(f"extended header of {self.size} bytes before member "
-                               f"{len(tar.members) + 1}, more than the limit of "
-                               f"{MAX_HEADER_BYTES}: not a results archive")
+        if self.type == tarfile.XGLTYPE:
+            raise ArchiveError(f"global extended header before member {len(tar.members) + 1}"
+                               ": not a results archive (it would apply to every later "
+                               "member; archives written here never hold one)")
+        if self.type in EXTENDED_HEADERS:
+            if self.size > MAX_HEADER_BYTES:
+                raise ArchiveError(f"extended header of {self.size} bytes before member "
+                                   f"{len(tar.members) + 1}, more than the limit of "
+                                   f"{MAX_HEADER_BYTES}: not a results archive")
+            # counted on the archive: each header of a chain is read by a call of its own
+            in_a_row = getattr(tar, "_extended_in_a_row", 0) + 1
+            if in_a_row > MAX_EXTENDED_IN_A_ROW:
+                raise ArchiveError(f"more than {MAX_EXTENDED_IN_A_ROW} extended headers in "
+                                   f"a row before member {len(tar.members) + 1}: not a "
+                                   "results archive")
+            tar._extended_in_a_row = in_a_row
+        else:
+            tar._extended_in_a_row = 0
         if self.type == tarfile.GNUTYPE_SPARSE:
-            raise ArchiveError(f"refusing special file {self.name!r} (a sparse file)")
-        return super()._proc_member(tar)
+            # refused before _proc_sparse reads its chain of extension blocks
+            raise ArchiveError(f"refusing sparse file {self.name!r}")
+        member = super()._proc_member(tar)
+        member.pax_headers = {}  # applied to the member already; kept, 64 KB a member
+        for field, what in (("uname", "owner"), ("gname", "group"), ("linkname",
+                                                                      "link target")):
+            if len(getattr(member, field)) > MAX_NAME_LENGTH:
+                raise ArchiveError(f"refusing member {member.name[:MAX_NAME_LENGTH]!r}: its "
+                                   f"{what} is {len(getattr(member, field))} characters, more "
+                                   f"than the limit of {MAX_NAME_LENGTH}")
+        return member
+
+    # tarfile calls these for the GNU sparse formats 0.0, 0.1 and 1.0 (PAX keywords
+    # GNU.sparse.*) before it reads or splits the map: refused there, nothing allocated.
+    def _refuse_sparse(self, member, pax_headers):
+        name = pax_headers.get("GNU.sparse.name", member.name)
+        raise ArchiveError(f"refusing sparse file {name!r}")
+
+    def _proc_gnusparse_00(self, next, pax_headers, buf):  # noqa: A002 (tarfile's names)
+        self._refuse_sparse(next, pax_headers)
+
+    def _proc_gnusparse_01(self, next, pax_headers):  # noqa: A002
+        self._refuse_sparse(next, pax_headers)
+
+    def _proc_gnusparse_10(self, next, pax_headers, tarfile):  # noqa: A002
+        self._refuse_sparse(next, pax_headers)
+
+    def _apply_pax_info(self, pax_headers, encoding, errors):
+        # any other GNU.sparse keyword (a size alone) makes no sparse file tarfile reads as
+        # one, but it is not ours either, and its number is parsed unchecked
+        if any(key.startswith("GNU.sparse.") for key in pax_headers):
+            self._refuse_sparse(self, pax_headers)
+        super()._apply_pax_info(pax_headers, encoding, errors)
 
 
 def _safe_name(info: tarfile.TarInfo) -> PurePosixPath:
@@ -192,6 +283,8 @@ def _check_header(info: tarfile.TarInfo, count: int, total: int) -> None:
     if not info.isfile() or info.issparse():
         kind = "link" if info.issym() or info.islnk() else "special file"
         raise ArchiveError(f"refusing {kind} {info.name!r}")
+    if info.size < 0:
+        raise ArchiveError(f"member {info.name} claims a size of {info.size} bytes")
     if info.size > MAX_MEMBER_BYTES:
         raise ArchiveError(f"member {info.name} is {info.size} bytes, more than the limit of "
                            f"{MAX_MEMBER_BYTES} per file")
@@ -253,11 +346,41 @@ def read_members(archive: Path, handle=None) -> dict[str, bytes]:
     return members
 
 
-def _json(members: dict[str, bytes], name: str, mapping: bool = False) -> Any:
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Whether a parsed JSON value nests lists and objects more than ``limit`` deep
+    (walked with a stack of its own, so any depth is measured without recursing)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict)
+                                                  else item))
+    return False
+
+
+def load_json(data: bytes | str, name: str) -> Any:
+    """JSON read from an archive (or written by an import), or ArchiveError naming ``name``:
+    over MAX_JSON_BYTES, nested over MAX_JSON_DEPTH (json.loads's own RecursionError on a
+    deeper one included), or not JSON."""
+    if len(data) > MAX_JSON_BYTES:
+        raise ArchiveError(f"{name}: {len(data)} bytes of JSON, more than the limit of "
+                           f"{MAX_JSON_BYTES}")
+    nested = ArchiveError(f"{name}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
     try:
-        value = json.loads(members[name])
+        value = json.loads(data)
+    except RecursionError:
+        raise nested from None
     except ValueError as error:
         raise ArchiveError(f"{name}: not JSON ({error})") from None
+    if _nests_deeper(value, MAX_JSON_DEPTH):
+        raise nested
+    return value
+
+
+def _json(members: dict[str, bytes], name: str, mapping: bool = False) -> Any:
+    value = load_json(members[name], name)
     if mapping and not isinstance(value, dict):
         raise ArchiveError(f"{name}: not a JSON object")
     return value
@@ -347,10 +470,7 @@ def verify(members: dict[str, bytes], schema: Path) -> dict[str, Any]:
     """Check the manifest against the files, every JSON file and every table."""
     if MANIFEST not in members:
         raise ArchiveError(f"no {MANIFEST} in the archive")
-    try:
-        listing = json.loads(members.pop(MANIFEST))
-    except ValueError as error:
-        raise ArchiveError(f"unreadable {MANIFEST}: {error}") from None
+    listing = load_json(members.pop(MANIFEST), MANIFEST)
     machine, files = _check_listing(listing, schema.parent)
     unlisted = sorted(set(members) - set(files))
     if unlisted:
@@ -407,17 +527,20 @@ def _remove_dead_staging(results_root: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def import_archive(archive: Path, results_root: Path, schema: Path,
-                   rename: str | None = None, *, kept: bool = False) -> Path:
-    """Verify the archive, then add it as results/<machine> (or <rename>); return that folder.
-    Nothing under results_root changes unless every check passes. The files arrive
-    read-only, with imported.json, which the workflow refuses to run into (``kept``: an
-    archive the repository keeps under report/machines/, see ``import_kept``)."""
+class _Verified(NamedTuple):
+    """An archive read and verified, not yet placed under results/."""
+    archive: Path
+    members: dict[str, bytes]
+    digest: str
+    listing: dict[str, Any]
+    target_id: str
+    kept: bool
+
+
+def _verified(archive: Path, schema: Path, rename: str | None, kept: bool) -> _Verified:
+    """Read and verify the archive, and the id it would take; nothing is written."""
     if rename is not None:
-        try:
-            check_machine_id(rename, "--as")
-        except MachineIdError as error:
-            raise ArchiveError(str(error)) from None
+        check_import_id(rename, "--as")
     with open_regular(archive, follow_links=not kept) as handle:
         members = read_members(archive, handle)
         handle.seek(0)
@@ -425,15 +548,57 @@ def import_archive(archive: Path, results_root: Path, schema: Path,
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     listing = verify(members, schema)
+    target_id = rename or check_import_id(listing["machine"], f"{MANIFEST}: machine")
+    return _Verified(archive, members, digest.hexdigest(), listing, target_id, kept)
+
+
+@contextlib.contextmanager
+def imports_locked(results_root: Path) -> Iterator[None]:
+    """Hold the lock of imports into ``results_root`` (an advisory ``flock`` on the folder
+    itself, so no file of its own appears there). Between the check that an id is free and
+    the rename that takes it, another import could take it first: two `make report`s at
+    once then refused each other's good archives. One that waits says so. On a file system
+    without ``flock`` the imports go on unlocked, as before."""
+    results_root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(results_root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another import into {results_root} to finish",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def import_archive(archive: Path, results_root: Path, schema: Path,
+                   rename: str | None = None, *, kept: bool = False) -> Path:
+    """Verify the archive, then add it as results/<machine> (or <rename>); return that folder.
+    Nothing under results_root changes unless every check passes. The files arrive
+    read-only, with imported.json, which the workflow refuses to run into (``kept``: an
+    archive the repository keeps under report/machines/, see ``import_kept``)."""
+    ready = _verified(archive, schema, rename, kept)
+    with imports_locked(results_root):
+        return _place(ready, results_root)
+
+
+def _place(ready: _Verified, results_root: Path) -> Path:
+    """Put a verified archive's files in place as results/<target id>, whole or not at all
+    (under ``imports_locked``)."""
+    archive, members, listing, target_id = (ready.archive, ready.members, ready.listing,
+                                            ready.target_id)
     source = listing["machine"]
-    target_id = rename or source
     target = results_root / target_id
-    incoming = json.loads(members[f"{source}/machine.json"])
+    incoming = load_json(members[f"{source}/machine.json"], f"{source}/machine.json")
     if target.exists():
         present = target / "machine.json"
         try:
-            here = json.loads(present.read_text()) if present.exists() else {}
-        except (OSError, ValueError):
+            here = load_json(present.read_bytes(), str(present)) if present.exists() else {}
+        except (OSError, ArchiveError):
             here = {}
         if not isinstance(here, dict) or hardware(here) != hardware(incoming):
             raise ArchiveError(
@@ -441,10 +606,10 @@ def import_archive(archive: Path, results_root: Path, schema: Path,
                 f"in {target}; import it under another id (--as NEW_ID)")
         raise ArchiveError(f"machine {target_id!r} is already present in {target}; "
                            "remove that folder first to replace it")
-    results_root.mkdir(parents=True, exist_ok=True)
     _remove_dead_staging(results_root)
     # hidden, so that nothing reading results/ takes it for a machine (machine ids never
-    # start with '.'); named after this process, so a later import removes it if we die
+    # start with '.'); unique and named after this process, so a later import removes it
+    # if we die
     staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=results_root))
     try:
         for name, data in members.items():
@@ -453,13 +618,21 @@ def import_archive(archive: Path, results_root: Path, schema: Path,
             path.write_bytes(data)
             path.chmod(0o444)
         (staging / "imported.json").write_text(json.dumps({
-            "archive": archive.name, "archive_sha256": digest.hexdigest(),
+            "archive": archive.name, "archive_sha256": ready.digest,
             "machine_in_archive": source, "imported_as": target_id, "code": listing["code"],
-            "kept": kept,
+            "kept": ready.kept,
         }, indent=2, sort_keys=True) + "\n")
         (staging / "imported.json").chmod(0o444)
         os.chmod(staging, 0o755)
-        os.rename(staging, target)
+        try:
+            os.rename(staging, target)
+        except OSError as error:
+            if error.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR,
+                                   errno.EISDIR):
+                raise
+            # made meanwhile by something that takes no lock (a run of the workflow here)
+            raise ArchiveError(f"{target} appeared while importing; remove it or import "
+                               "under another id (--as NEW_ID)") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -469,8 +642,8 @@ def import_archive(archive: Path, results_root: Path, schema: Path,
 def _kept_import_of(target: Path, archive: Path) -> dict[str, Any] | None:
     """The import record of ``target`` when it was made from a kept archive of this name."""
     try:
-        record = json.loads((target / "imported.json").read_text())
-    except (OSError, ValueError):
+        record = load_json((target / "imported.json").read_bytes(), "imported.json")
+    except (OSError, ArchiveError):
         return None
     if isinstance(record, dict) and record.get("kept") is True \
             and record.get("archive") == archive.name:
@@ -496,16 +669,8 @@ def kept_id(stem: str, local_ids: tuple[str, ...] = ()) -> str:
 def _import_one_kept(path: Path, results_root: Path, schema: Path,
                      local_ids: tuple[str, ...]) -> str:
     """Import one kept archive (see import_kept); what happened, or ArchiveError."""
-    stem = path.name[: -len(".tar.gz")]
-    try:
-        check_machine_id(stem, "its name")
-    except MachineIdError as error:
-        raise ArchiveError(str(error)) from None
-    target_id = kept_id(stem, local_ids)
-    try:
-        check_machine_id(target_id, "the id it would take")
-    except MachineIdError as error:
-        raise ArchiveError(str(error)) from None
+    stem = check_import_id(path.name[: -len(".tar.gz")], "its name")
+    target_id = check_import_id(kept_id(stem, local_ids), "the id it would take")
     if not stat.S_ISREG(path.lstat().st_mode):
         kind = "a symbolic link" if path.is_symlink() else "a FIFO" if \
             stat.S_ISFIFO(path.lstat().st_mode) else "not a plain file"
@@ -528,7 +693,7 @@ def _import_one_kept(path: Path, results_root: Path, schema: Path,
         previous = results_root / f"{STAGING_PREFIX}{os.getpid()}-replaced-{target_id}"
         os.rename(target, previous)
     try:
-        import_archive(path, results_root, schema, target_id, kept=True)
+        _place(_verified(path, schema, target_id, kept=True), results_root)
     except BaseException:
         if previous is not None:
             os.rename(previous, target)
@@ -549,37 +714,66 @@ def import_kept(folder: Path, results_root: Path, schema: Path,
     replaced in the repository replaces its earlier import, which is restored if the new one
     is refused. A folder the kept archive did not make (a run here, the user's own import)
     is never touched. A bad kept archive is refused and the others go on: nothing the
-    repository keeps may stop the user's own run. Returns (archive name, what happened) for
-    each, a refusal as ``refused: <reason>``; the same list goes to
-    ``results_root/kept-archives.json`` for the report."""
+    repository keeps may stop the user's own run, whatever goes wrong with it (an error
+    nobody foresaw, RecursionError or MemoryError included: only Ctrl-C and exits pass).
+    Imports at once wait for each other (``imports_locked``). Returns (archive name, what
+    happened) for each, a refusal as ``refused: <reason>`` (one printable line); the same
+    list goes to ``results_root/kept-archives.json`` for the report."""
+    archives = sorted(folder.glob("*.tar.gz"))
+    record = results_root / KEPT_RECORD
+    if not archives and not record.exists():
+        return []
     done = []
-    for path in sorted(folder.glob("*.tar.gz")):
+    with imports_locked(results_root):
+        if record.is_dir() and not record.is_symlink() and \
+                _kept_import_of(record, Path(f"{KEPT_RECORD}.tar.gz")) is not None:
+            # imported by earlier code from a kept archive of that name, which took the
+            # record's place: it goes (the archive itself stays, and is refused below)
+            shutil.rmtree(record)
+        for path in archives:
+            try:
+                done.append((path.name, _import_one_kept(path, results_root, schema,
+                                                         local_ids)))
+            except ArchiveError as error:
+                reason = str(error).replace(f"{path}: ", "")
+                done.append((path.name, f"refused: {one_line(reason)}"))
+            except Exception as error:  # noqa: BLE001 (trust nothing kept; see above)
+                said = f"{type(error).__name__}: {error}" if str(error) \
+                    else type(error).__name__
+                done.append((path.name, f"refused: could not be read ({one_line(said)})"))
         try:
-            done.append((path.name, _import_one_kept(path, results_root, schema, local_ids)))
-        except ArchiveError as error:
-            reason = str(error).replace(f"{path}: ", "")
-            done.append((path.name, f"refused: {reason}"))
-        except (OSError, ValueError, LookupError, TypeError) as error:  # trust nothing kept
-            done.append((path.name, f"refused: could not be read ({error})"))
-    if done or (results_root / KEPT_RECORD).exists():
-        _write_kept_record(results_root / KEPT_RECORD, folder, done)
+            _write_kept_record(record, folder, done)
+        except ArchiveError as error:  # the imports stand; only the report's list is lost
+            print(error, file=sys.stderr, flush=True)
     return done
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` as one printable line of at most about ``limit`` characters: a reason may
+    quote what an archive holds, and it reaches a terminal and the report."""
+    plain = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit * 2])
+    return plain if len(plain) <= limit else plain[: limit - 3] + "..."
 
 
 def _write_kept_record(path: Path, folder: Path, done: list[tuple[str, str]]) -> None:
     """What became of each kept archive (imported, or refused and why), rewritten only when
     that changes: the report depends on it, and a second import of the same archives must
-    not make the report out of date."""
+    not make the report out of date. ArchiveError when it cannot be written."""
     text = json.dumps({"folder": str(folder), "archives": [
         {"archive": name, "outcome": what if what.startswith("refused: ") else "imported"}
         for name, what in done]},
         indent=2, sort_keys=True) + "\n"
-    if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text:
+            return
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise ArchiveError(f"{path} cannot be written ({error.strerror or error}); the "
+                           "report will not list the refused kept archives") from None
 
 
 def kept_refusals(record: Path) -> list[dict[str, str]]:
