@@ -13,10 +13,40 @@ def test_slug_drops_trademarks_and_frequency():
 
 
 def test_machine_id_from_hardware():
-    assert machine.machine_id("AMD EPYC", 2, []) == "amd-epyc-2c-nogpu"
-    assert machine.machine_id("AMD EPYC", 16, ["NVIDIA H200"]) == "amd-epyc-16c-1xnvidia-h200"
-    two = machine.machine_id("X", 8, ["Tesla V100-SXM2-16GB", "Tesla V100-SXM2-16GB"])
+    zen3 = "f25m1-avx2"
+    assert machine.machine_id("AMD EPYC", 2, [], zen3) == "amd-epyc-f25m1-avx2-2c-nogpu"
+    assert machine.machine_id("AMD EPYC", 16, ["NVIDIA H200"], zen3) == (
+        "amd-epyc-f25m1-avx2-16c-1xnvidia-h200")
+    two = machine.machine_id("X", 8, ["Tesla V100-SXM2-16GB", "Tesla V100-SXM2-16GB"], "")
     assert two == "x-8c-2xtesla-v100-sxm2-16gb"
+
+
+def fake_cpuinfo(monkeypatch, fields: dict[str, str]) -> None:
+    monkeypatch.setattr(machine, "_cpuinfo_field", fields.get)
+
+
+@pytest.mark.parametrize("fields, kind", [
+    # The cloud CPUs this project has run on: one vague name each, figures 2-7x apart.
+    ({"model name": "AMD EPYC", "cpu family": "25", "model": "1", "flags": "fma avx2"},
+     "f25m1-avx2"),                                              # Zen 3
+    ({"model name": "AMD EPYC", "cpu family": "25", "model": "17",
+      "flags": "fma avx2 avx512f"}, "f25m17-avx512"),            # Zen 4
+    ({"model name": "AMD EPYC", "cpu family": "26", "model": "2",
+      "flags": "fma avx2 avx512f"}, "f26m2-avx512"),             # Zen 5
+    ({"model name": "Intel(R) Xeon(R) Processor", "cpu family": "6", "model": "207",
+      "flags": "fma avx2 avx512f amx_tile"}, "f6m207-avx512"),   # Emerald Rapids
+    # A hypervisor that hides AVX-512 makes another machine for the BLAS kernels.
+    ({"model name": "AMD EPYC", "cpu family": "25", "model": "17", "flags": "fma avx2"},
+     "f25m17-avx2"),
+    ({"Features": "fp asimd"}, "neon"),                          # an Arm CPU: no family/model
+    ({}, "scalar"),
+])
+def test_cpus_of_one_vague_name_get_ids_of_their_own(monkeypatch, fields, kind):
+    fake_cpuinfo(monkeypatch, fields)
+    assert machine.cpu_kind() == kind
+    derived = machine.machine_id(fields.get("model name", "Neoverse-N1"), 2, [])
+    assert derived == f"{machine.slug(fields.get('model name', 'Neoverse-N1'))}-{kind}-2c-nogpu"
+    assert machine.check_machine_id(derived, own=True) == derived
 
 
 def test_gpu_count_changes_the_id(tmp_path, monkeypatch):

@@ -1,8 +1,8 @@
 """What a machine is: its id (derived from the hardware) and its facts for machine.json.
 
 The id names a results folder, so two machines that would time the chapter
-differently (another CPU model, core count, GPU model or GPU count) never share
-one. It is computed from the standard library alone so the Snakefile can call it.
+differently (another CPU model or generation, vector unit, core count, GPU model or GPU
+count) never share one. It is computed from the standard library alone so the Snakefile can call it.
 """
 
 from __future__ import annotations
@@ -131,18 +131,37 @@ def slug(text: str) -> str:
 
 
 def machine_id(
-    cpu: str | None = None, cores: int | None = None, gpu_names: list[str] | None = None
+    cpu: str | None = None,
+    cores: int | None = None,
+    gpu_names: list[str] | None = None,
+    kind: str | None = None,
 ) -> str:
-    """``<cpu>-<cores>c-<count>x<gpu>`` or ``<cpu>-<cores>c-nogpu``, e.g. ``amd-epyc-2c-nogpu``."""
+    """``<cpu>-<kind>-<cores>c-<count>x<gpu>`` or ``<cpu>-<kind>-<cores>c-nogpu``, e.g.
+    ``amd-epyc-f26m2-avx512-2c-nogpu`` (``kind``: ``cpu_kind()``; empty, it is left out)."""
     cpu = cpu if cpu is not None else cpu_model()
     cores = cores if cores is not None else logical_cores()
     gpu_names = gpu_names if gpu_names is not None else [g["name"] for g in gpus()]
+    kind = kind if kind is not None else cpu_kind()
     if gpu_names:
         kinds = sorted(set(gpu_names))
         gpu_part = "-".join(f"{gpu_names.count(k)}x{slug(k)}" for k in kinds)
     else:
         gpu_part = "nogpu"
-    return f"{slug(cpu)}-{cores}c-{gpu_part}"
+    return "-".join(part for part in (slug(cpu), slug(kind), f"{cores}c", gpu_part) if part)
+
+
+def cpu_kind(flags: set[str] | None = None) -> str:
+    """What tells apart CPUs that name themselves alike: cloud VMs report "AMD EPYC" or
+    "Intel(R) Xeon(R) Processor" for generations whose BLAS kernels, and so figures, differ
+    2-7x. The x86 family and model (``f25m1``: Zen 3, ``f25m17``: Zen 4, ``f26m2``: Zen 5,
+    ``f6m207``: an Emerald Rapids Xeon) and the widest vector unit the machine offers (a
+    hypervisor may hide AVX-512, which changes the kernels again), e.g. ``f26m2-avx512``;
+    the vector unit alone where the CPU has no family and model (``neon``)."""
+    family, model = _cpuinfo_field("cpu family"), _cpuinfo_field("model")
+    generation = f"f{family}m{model}" if (family or "").isdigit() and (model or "").isdigit() \
+        else ""
+    vector = vector_width(flags)["instructions"].lower().replace("-", "")
+    return "-".join(part for part in (generation, vector) if part)
 
 
 def memory_bytes() -> int | None:
