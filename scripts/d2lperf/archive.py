@@ -84,6 +84,9 @@ EXTENDED_HEADERS = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
 # One member needs at most a PAX header, or a GNU long name and long link: a few more
 # before one member are a chain, which tarfile would follow by recursion.
 MAX_EXTENDED_IN_A_ROW = 4
+# All of an archive's extended headers together: names of MAX_NAME_LENGTH need some 500
+# bytes of header each, so 10,000 of them some 5 MB; this bounds the time spent parsing.
+MAX_HEADERS_TOTAL = 16 << 20
 # Where tarfile's own extraction filter places members when it checks them: a name it
 # accepts lands under this folder, which never exists, so no link on disk changes the answer.
 FILTER_DESTINATION = "/nonexistent-d2lperf-import"
@@ -180,8 +183,9 @@ class _BoundedTarInfo(tarfile.TarInfo):
     sparse map, of any of its four formats, into a list however long it is (a map of
     millions of entries gzips to some KB); a global PAX header applies to every later
     member; and it keeps every member it has read, each with its parsed extended header.
-    So: an extended header over MAX_HEADER_BYTES or more than MAX_EXTENDED_IN_A_ROW of them
-    before one member are refused from their own header blocks, before they are read; a
+    So: an extended header over MAX_HEADER_BYTES, more than MAX_EXTENDED_IN_A_ROW of them
+    before one member, or more than MAX_HEADERS_TOTAL bytes of them in all are refused from
+    their own header blocks, before they are read; a
     sparse member is refused before its map is read (the archives written here never
     hold one); a global header is refused; and a member keeps no parsed header once read,
     nor an owner, group or link target longer than a name may be."""
@@ -203,6 +207,12 @@ class _BoundedTarInfo(tarfile.TarInfo):
                                    f"a row before member {len(tar.members) + 1}: not a "
                                    "results archive")
             tar._extended_in_a_row = in_a_row
+            total = getattr(tar, "_extended_bytes", 0) + self.size
+            if total > MAX_HEADERS_TOTAL:
+                raise ArchiveError(f"extended headers add up to more than the limit of "
+                                   f"{MAX_HEADERS_TOTAL} bytes by member "
+                                   f"{len(tar.members) + 1}: not a results archive")
+            tar._extended_bytes = total
         else:
             tar._extended_in_a_row = 0
         if self.type == tarfile.GNUTYPE_SPARSE:
