@@ -16,6 +16,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+import test_kept_archives_robust as crafted
 import yaml
 
 from conftest import (
@@ -145,7 +146,60 @@ def duplicated_manifest(out: Path) -> Path:
     return tar(out, [*GOOD, ("manifest.json", second)])
 
 
+def written(make):
+    """A maker of a crafted archive's bytes (test_kept_archives_robust) as a HOSTILE maker."""
+    def write(out: Path) -> Path:
+        out.write_bytes(make())
+        return out
+    return write
+
+
+def negative_size() -> bytes:
+    """A PAX header giving the member after it a size of -600 bytes (tarfile would step
+    back a block, onto the header it has just read)."""
+    return crafted.gz_tar(crafted.pax(crafted.record("size", "-600"))
+                          + crafted.member("box/negative.bin", b""))
+
+
 HOSTILE = {
+    "2,000 PAX headers in a row": (written(lambda: crafted.pax_chain(2000)),
+                                   "more than 4 extended headers in a row before member 5"),
+    "2,000 GNU long names in a row": (written(lambda: crafted.long_name_chain(2000)),
+                                      "more than 4 extended headers in a row"),
+    "global PAX header": (written(crafted.global_header), "global extended header before "
+                                                          "member 5"),
+    "old GNU sparse member": (written(lambda: crafted.old_gnu_sparse(3)),
+                              "refusing sparse file 'box/sparse.bin'"),
+    "GNU sparse 0.0": (written(lambda: crafted.pax_sparse_00(3)),
+                       "refusing sparse file 'box/sparse.bin'"),
+    "GNU sparse 0.1": (written(lambda: crafted.pax_sparse_01(3)),
+                       "refusing sparse file 'box/sparse.bin'"),
+    "GNU sparse 1.0": (written(lambda: crafted.pax_sparse_10(3)),
+                       "refusing sparse file 'box/sparse.bin'"),
+    "GNU sparse keyword alone": (
+        written(lambda: crafted.gz_tar(crafted.pax(crafted.record("GNU.sparse.realsize",
+                                                                  "9" * 5000))
+                                       + crafted.member("box/x.bin", b""))),
+        "refusing sparse file 'box/x.bin'"),
+    "member size negative": (written(negative_size), "box/negative.bin claims a size of -600"),
+    "owner of 1,000 characters": (written(lambda: crafted.long_owner(1, 1020)),
+                                  "its owner is 1000 characters, more than the limit of 400"),
+    "manifest nested 200,000 deep": (lambda o: tar(o, GOOD, manifest=b"[" * 200_000),
+                                     "manifest.json: JSON nested more than 32 levels deep"),
+    "run.json nested 40 deep": (
+        lambda o: tar(o, replaced("box/hybridize/run.json", b"[" * 40 + b"]" * 40)),
+        "box/hybridize/run.json: JSON nested more than 32 levels deep"),
+    "run.json over 1 MB": (
+        lambda o: tar(o, replaced("box/hybridize/run.json",
+                                  b"[" + b"{}," * (1 << 20) + b"{}]")),
+        "box/hybridize/run.json: 3145732 bytes of JSON, more than the limit of 1048576"),
+    "machine id of the record of kept archives": (
+        lambda o: tar(o, renamed("kept-archives.json"), machine="kept-archives.json"),
+        "its folder 'kept-archives.json' is not a valid machine id: the project writes "
+        "kept-archives.json under results/ itself"),
+    "machine id of the record of kept archives, in capitals": (
+        lambda o: tar(o, renamed("KEPT-ARCHIVES.JSON"), machine="KEPT-ARCHIVES.JSON"),
+        "the project writes kept-archives.json under results/ itself"),
     "machine id runs a command": (lambda o: tar(o, renamed("$(touch pwned)"),
                                                 machine="$(touch pwned)"), "machine id"),
     "machine id of 300 characters": (lambda o: tar(o, renamed("m" * 300), machine="m" * 300),
@@ -289,7 +343,12 @@ def at_the_limits(out: Path) -> Path:
 @pytest.mark.parametrize("make, outcome", [
     (lambda o: extended_header(o, 600 << 20, 600 << 20), "refused: extended header"),
     (at_the_limits, "imported"),
-])
+    (written(lambda: crafted.pax_sparse_10(4_000_000)), "refused: refusing sparse file"),
+    (written(lambda: crafted.old_gnu_sparse(20_000)), "refused: refusing sparse file"),
+    (written(lambda: crafted.flat_json_member(16_000_000)),
+     "refused: box/notes.json: 16000003 bytes of JSON"),
+], ids=["PAX header of 600 MB", "at the limits", "GNU sparse 1.0 map of 4 million entries",
+        "old GNU sparse map of 20,000 blocks", "JSON of 16 MB of empty objects"])
 def test_peak_memory_of_an_import_stays_under_200_mb(tmp_path, make, outcome):
     """Measured in a fresh interpreter: the import's own peak resident memory (the
     workflow environment's modules take about 70 MB of it)."""

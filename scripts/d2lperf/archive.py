@@ -51,7 +51,7 @@ import yaml
 from d2lperf import children
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 from d2lperf.frameworks import DOCUMENTS
-from d2lperf.machine import MachineIdError, check_machine_id
+from d2lperf.machine import RESERVED_RESULT_NAMES, MachineIdError, check_machine_id
 from d2lperf.results import RecordError, current_rows, current_run, newer_format, section_folder
 from d2lperf.tables import TableError, check_summary_rows, load_samples, summary_schema
 
@@ -97,8 +97,9 @@ KEPT_RECORD = "kept-archives.json"  # under results/: what became of each kept a
 # What the project itself writes directly under results/ beside the machines' folders
 # (hidden names, such as the staging folders, are never machine ids): an import taking
 # one would put a folder where the project writes its file, and every later run would
-# fail on it. Compared without case, for case-insensitive disks.
-RESERVED_IDS = frozenset({KEPT_RECORD})
+# fail on it. Compared without case, for case-insensitive disks. check_machine_id refuses
+# d2lperf.machine's list everywhere; the importer holds to its own record's name besides.
+RESERVED_IDS = RESERVED_RESULT_NAMES | {KEPT_RECORD}
 # What the comparison reads of another machine's tables (scripts/compare.py).
 SUMMARY_COLUMNS = ("section", "case", "metric", "epoch", "unit", "count", "median",
                    "ci_low", "ci_high", "status")
