@@ -791,9 +791,9 @@ def kept_refusals(record: Path) -> list[dict[str, str]]:
     """The kept archives that were refused (archive, reason), from kept-archives.json;
     empty when there is none or the record is unreadable."""
     try:
-        listing = json.loads(record.read_text(encoding="utf-8"))
+        listing = load_json(record.read_bytes(), str(record))
         entries = listing["archives"]
         return [{"archive": str(e["archive"]), "reason": str(e["outcome"])[len("refused: "):]}
                 for e in entries if str(e["outcome"]).startswith("refused: ")]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):  # ArchiveError is a ValueError
         return []
