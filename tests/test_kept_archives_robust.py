@@ -536,3 +536,11 @@ def test_a_record_folder_made_by_someone_else_is_left_and_the_run_goes_on(tmp_pa
     assert "report/machines/box-2026-12-01.tar.gz: imported" in done.stdout
     assert (mine / "imported.json").exists()
     assert (tmp_path / "results/box-2026-12-01/imported.json").exists()
+
+
+def test_a_record_nested_past_any_use_lists_no_refusal(tmp_path):
+    """The report reads results/kept-archives.json: a hand-edited one nested 200,000 deep
+    is unreadable, not an error of the report."""
+    record = tmp_path / archive.KEPT_RECORD
+    record.write_bytes(deep(200_000))
+    assert archive.kept_refusals(record) == []
