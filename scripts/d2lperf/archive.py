@@ -186,10 +186,10 @@ class _BoundedTarInfo(tarfile.TarInfo):
     member; and it keeps every member it has read, each with its parsed extended header.
     So: an extended header over MAX_HEADER_BYTES, more than MAX_EXTENDED_IN_A_ROW of them
     before one member, or more than MAX_HEADERS_TOTAL bytes of them in all are refused from
-    their own header blocks, before they are read; a
-    sparse member is refused before its map is read (the archives written here never
-    hold one); a global header is refused; and a member keeps no parsed header once read,
-    nor an owner, group or link target longer than a name may be."""
+    their own header blocks, before they are read; a sparse member is refused before its
+    map is read (the archives written here never hold one); a global header is refused;
+    and a member keeps no parsed header once read, nor an owner, group or link target
+    longer than a name may be. The overridden methods keep tarfile's own signatures."""
 
     def _proc_member(self, tar):
         if self.type == tarfile.XGLTYPE:
@@ -220,7 +220,7 @@ class _BoundedTarInfo(tarfile.TarInfo):
             # refused before _proc_sparse reads its chain of extension blocks
             raise ArchiveError(f"refusing sparse file {self.name!r}")
         member = super()._proc_member(tar)
-        member.pax_headers = {}  # applied to the member already; kept, 64 KB a member
+        member.pax_headers = {}  # applied already; tarfile would keep it, up to 64 KB a member
         for field, what in (("uname", "owner"), ("gname", "group"), ("linkname",
                                                                       "link target")):
             if len(getattr(member, field)) > MAX_NAME_LENGTH:
@@ -235,13 +235,13 @@ class _BoundedTarInfo(tarfile.TarInfo):
         name = pax_headers.get("GNU.sparse.name", member.name)
         raise ArchiveError(f"refusing sparse file {name!r}")
 
-    def _proc_gnusparse_00(self, next, pax_headers, buf):  # noqa: A002 (tarfile's names)
+    def _proc_gnusparse_00(self, next, pax_headers, buf):
         self._refuse_sparse(next, pax_headers)
 
-    def _proc_gnusparse_01(self, next, pax_headers):  # noqa: A002
+    def _proc_gnusparse_01(self, next, pax_headers):
         self._refuse_sparse(next, pax_headers)
 
-    def _proc_gnusparse_10(self, next, pax_headers, tarfile):  # noqa: A002
+    def _proc_gnusparse_10(self, next, pax_headers, tarfile):
         self._refuse_sparse(next, pax_headers)
 
     def _apply_pax_info(self, pax_headers, encoding, errors):
