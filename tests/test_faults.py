@@ -12,6 +12,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import tarfile
 import time
 from pathlib import Path
 
@@ -22,12 +23,14 @@ from markupsafe import escape
 from conftest import (
     CI_CONFIG,
     CI_MACHINE,
+    REPO,
     SNAKEMAKE,
     copy_workflow,
     crashing_python,
     ctrl_c_as_in_a_terminal,
     snakemake,
 )
+from d2lperf import hostlock
 from d2lperf import sections as section_table
 from d2lperf.results import KEPT_FOLDER
 
@@ -133,52 +136,6 @@ def test_sigkill_of_one_job_is_reported_with_its_log(ci_run, tmp_path, experimen
     after = raw_results(results)
     assert {k: v for k, v in after.items() if not k.startswith("hybridize/")} == {
         k: v for k, v in before.items() if not k.startswith("hybridize/")}
-    # its earlier good samples are kept whole beside the failed record, which points at
-    # them, and the report says where they are
-    kept = results / "hybridize" / KEPT_FOLDER
-    assert {f"hybridize/{name}": digest(kept / name) for name in ("samples.csv", "run.json")} \
-        == {k: v for k, v in before.items() if k.startswith("hybridize/")}
-    assert record["previous"]["path"] == f"results/{CI_MACHINE}/hybridize/{KEPT_FOLDER}"
-    assert record["previous"]["samples"] == len(pd.read_csv(kept / "samples.csv")) > 0
-    assert f"are kept at results/{CI_MACHINE}/hybridize/{KEPT_FOLDER} and not shown here" \
-        in page
-
-
-def test_a_failed_report_keeps_the_previous_report_and_tables(ci_run, tmp_path,
-                                                               experiment_python):
-    """Snakemake deletes the outputs of a failed job; the aggregation rules' outputs are
-    update(), so a step that refuses a corrupt record leaves the user's last good report
-    and tables as they were, and says why in its log (one paragraph, no traceback)."""
-    work, results = fresh_copy(ci_run, tmp_path)
-    config = ["--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}",
-              f"results/{CI_MACHINE}/report.html"]
-    kept = [results / name for name in ("report.html", "summary.csv", "verdicts.csv")]
-    before = {path: digest(path) for path in kept}
-    machine = results / "machine.json"
-    good = machine.read_text()
-
-    # machine.json is read by the report alone: the report fails
-    machine.write_text('{"cpu": "x", "gpus": []}')
-    done = snakemake(work, *config)
-    assert done.returncode != 0, done.stderr[-3000:]
-    log = (results / "logs/report.log").read_text()
-    assert log.startswith(f"error: results/{CI_MACHINE}/machine.json: not a machine record: "
-                          "field 'cpu': 'x' is not of type 'object'. The report was not "
-                          "written"), log
-    assert "Traceback" not in log
-    assert {path: digest(path) for path in kept} == before
-
-    # a run record that no step can read: summarise fails, and the report never runs
-    machine.write_text(good)
-    sidecar = results / "hybridize/run.json"
-    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "started": 5}))
-    done = snakemake(work, *config)
-    assert done.returncode != 0, done.stderr[-3000:]
-    log = (results / "logs/summarise.log").read_text()
-    assert log.startswith(f"error: results/{CI_MACHINE}/hybridize/run.json: not a run record: "
-                          "field 'started': 5 is not of type 'string'. The tables were not "
-                          "written"), log
-    assert {path: digest(path) for path in kept} == before
 
 
 def test_ctrl_c_during_forcerun_keeps_the_previous_results(ci_run, tmp_path, experiment_python):
@@ -215,3 +172,110 @@ def test_ctrl_c_during_forcerun_keeps_the_previous_results(ci_run, tmp_path, exp
         row = summary[(summary["section"] == "hybridize") & (summary["case"] == case)]
         assert row["median"].iloc[0] == pytest.approx(median, rel=1e-12)
         assert f"{median:.4f} s" in page
+
+
+# A run without its timings: the stored CI-preset run of both frameworks (an older record
+# format, which every step reads), in a copy of the workflow whose results are newer than
+# its scripts, so that Snakemake runs only what a test asks for. Its ceilings ran in MXNet
+# only, so the sections are the others. The host's timing lock is one of the test's own:
+# these runs time nothing worth keeping apart from other runs on the host.
+ARCHIVE = REPO / "tests/data/ci-old-format.tar.gz"
+STORED_SECTIONS = [s for s in SECTIONS if s != "ceilings"]
+BENCHMARK = "s\th:m:s\n1.0\t0:00:01\n"  # a Snakemake benchmark file, as the report reads it
+
+
+def stored_run(tmp_path: Path, experiment_python: Path) -> tuple[Path, Path, list[str], dict]:
+    """(workflow copy, results folder, Snakemake's arguments up to the report, environment)."""
+    work = copy_workflow(tmp_path / "wf")
+    with tarfile.open(ARCHIVE) as archive:
+        archive.extractall(work / "results", filter="data")
+    results = work / "results" / CI_MACHINE
+    for path in results.rglob("*"):  # stored at time 0, which Snakemake takes for no time
+        os.utime(path)
+    (results / "benchmarks").mkdir()
+    for record in results.glob("*/run.json"):  # the archive keeps no benchmark files
+        (results / "benchmarks" / f"{record.parent.name}.tsv").write_text(BENCHMARK)
+    args = [f"results/{CI_MACHINE}/report.html", "--cores", "2", *CI_CONFIG,
+            f"experiment_python={experiment_python}",
+            f"sections=[{','.join(STORED_SECTIONS)}]"]
+    env = {**os.environ, hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")}
+    done = subprocess.run([str(SNAKEMAKE), *args], cwd=work, capture_output=True, text=True,
+                          timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not [line for line in done.stderr.splitlines()
+                if line.startswith("rule ") and line.split()[1].rstrip(":") in SECTIONS]
+    return work, results, args, env
+
+
+def test_a_failed_report_keeps_the_previous_report_and_tables(tmp_path, experiment_python):
+    """Snakemake deletes the outputs of a failed job; the aggregation rules' outputs are
+    update(), so a step that refuses a corrupt record leaves the user's last good report
+    and tables as they were, and says why in its log (one paragraph, no traceback)."""
+    work, results, args, env = stored_run(tmp_path, experiment_python)
+    kept = [results / name for name in ("report.html", "summary.csv", "verdicts.csv")]
+    before = {path: digest(path) for path in kept}
+    machine = results / "machine.json"
+    good = machine.read_text()
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run([str(SNAKEMAKE), *args], cwd=work, capture_output=True,
+                              text=True, timeout=900, env=env)
+
+    # machine.json is read by the report alone: the report fails
+    machine.write_text('{"cpu": "x", "gpus": []}')
+    done = run()
+    assert done.returncode != 0, done.stderr[-3000:]
+    log = (results / "logs/report.log").read_text()
+    assert log.startswith(f"error: results/{CI_MACHINE}/machine.json: not a machine record: "
+                          "field 'cpu': 'x' is not of type 'object'. The report was not "
+                          "written"), log
+    assert "Traceback" not in log
+    assert {path: digest(path) for path in kept} == before
+
+    # a run record no step can read: summarise fails, and the report does not run
+    machine.write_text(good)
+    sidecar = results / "hybridize/run.json"
+    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "started": 5}))
+    done = run()
+    assert done.returncode != 0, done.stderr[-3000:]
+    log = (results / "logs/summarise.log").read_text()
+    assert log.startswith(f"error: results/{CI_MACHINE}/hybridize/run.json: not a run record: "
+                          "field 'started': 5 is not of type 'string'. The tables were not "
+                          "written"), log
+    assert "Traceback" not in log
+    assert {path: digest(path) for path in kept} == before
+
+
+def test_a_section_killed_keeps_its_earlier_samples_and_the_report_says_so(
+        tmp_path, experiment_python):
+    """SIGKILL (the OOM killer) of a section that had run well before: the failure is
+    recorded, with its log, and its earlier samples are kept whole beside it."""
+    work, results, args, env = stored_run(tmp_path, experiment_python)
+    before = raw_results(results)
+    log = results / "logs/hybridize.log"
+    run = subprocess.Popen([str(SNAKEMAKE), "--forcerun", "hybridize", *args], cwd=work,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           start_new_session=True, preexec_fn=ctrl_c_as_in_a_terminal,
+                           env=env)
+    try:
+        pid = wait_for(lambda: log.exists() and log.stat().st_size > 0
+                       and section_process(work, "hybridize"), run)
+        assert pid, "the hybridize job wrote nothing to its log while it ran"
+        os.kill(pid, signal.SIGKILL)
+        out, _ = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 0, out[-3000:]
+    record = json.loads((results / "hybridize/run.json").read_text())
+    assert record["status"] == "failed" and record["exit_code"] == 128 + signal.SIGKILL
+    kept = results / "hybridize" / KEPT_FOLDER
+    assert {f"hybridize/{name}": digest(kept / name) for name in ("samples.csv", "run.json")} \
+        == {k: v for k, v in before.items() if k.startswith("hybridize/")}
+    where = f"results/{CI_MACHINE}/hybridize/{KEPT_FOLDER}"
+    assert record["previous"]["path"] == where
+    assert record["previous"]["samples"] == len(pd.read_csv(kept / "samples.csv")) > 0
+    page = " ".join((results / "report.html").read_text(encoding="utf-8").split())
+    assert '<tr data-run="hybridize" data-status="failed">' in page
+    assert f"are kept at {where} and not shown here" in page
+    assert str(escape(record["log_tail"].splitlines()[0])) in page
