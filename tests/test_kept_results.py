@@ -12,11 +12,20 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
 import render_report
 from test_render import cell_text, section, tables
 
 from conftest import REPO, WORKFLOW_PYTHON
-from d2lperf.results import KEPT_FOLDER, Recorder, read_run, write_csv, write_json
+from d2lperf.results import (
+    KEPT_FOLDER,
+    Recorder,
+    RecordError,
+    current_run,
+    read_run,
+    write_csv,
+    write_json,
+)
 
 # A section that prints a line and is then killed, as the OOM killer kills one.
 KILLED = ("import os, signal\nprint('hybridize: loading the model', flush=True)\n"
@@ -141,3 +150,12 @@ def test_a_first_failure_keeps_nothing(tmp_path):
     assert done.returncode == 0, done.stderr
     assert not (folder / KEPT_FOLDER).exists()
     assert "previous" not in read_run(folder / "run.json")
+
+
+def test_a_kept_record_is_read_as_its_sections_and_no_other():
+    """A kept record is its section's (an archive of the results folder holds it, and an
+    import checks every run record by its folder), and the check still holds there."""
+    assert current_run(GOOD_RUN, f"box/hybridize/{KEPT_FOLDER}/run.json",
+                       KEPT_FOLDER)["status"] == "ok"
+    with pytest.raises(RecordError, match="the run record of hybridize .* not of ceilings"):
+        current_run(GOOD_RUN, f"box/ceilings/{KEPT_FOLDER}/run.json", KEPT_FOLDER)
