@@ -3,6 +3,7 @@ one machine's bad table never stops the comparison of the others."""
 
 import csv
 import json
+import os
 import subprocess
 
 import pytest
@@ -10,12 +11,19 @@ import summarise
 from test_render import tables
 
 from conftest import REPO, WORKFLOW_PYTHON
+from d2lperf import hostlock
 from d2lperf.results import RecordError
 from d2lperf.tables import TableError
 
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 HEADER = "section,framework,case,metric,unit,process,repeat,position,value,epoch,devices\n"
 ROW = "hybridize,mxnet,mlp_before_hybridize,time,s,0,{repeat},0,{value},,\n"
+
+
+def own_lock(tmp_path) -> dict[str, str]:
+    """The environment of a step run here: a host lock of the test's own, so the step does
+    not wait for the timings of other runs on the host (it times nothing)."""
+    return {**os.environ, hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")}
 
 
 def section(root, values=("0.4", "0.5"), record=None, folder="hybridize"):
@@ -95,7 +103,7 @@ def test_one_machines_meaningless_interval_never_stops_the_comparison(tmp_path):
          "--table", str(tmp_path / "comparison.csv"),
          "--verdicts-table", str(tmp_path / "by_machine.csv"),
          "--plot", str(tmp_path / "plots/comparison.svg")],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, env=own_lock(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "machine bad skipped" in done.stderr
     assert "row 2: median 0.4 is above ci_high 0.3" in done.stderr
@@ -111,7 +119,8 @@ def test_summarise_says_which_file_and_ends_1(tmp_path):
         [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(sidecar),
          "--reference", str(REPO / "report/reference.csv"), "--schema", str(SCHEMA),
          "--summary", str(tmp_path / "summary.csv"), "--outputs", str(tmp_path / "o.csv"),
-         "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300)
+         "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300,
+        env=own_lock(tmp_path))
     assert done.returncode == 1
     assert f"error: {sidecar}: not a run record" in done.stderr
     assert "Traceback" not in done.stderr
@@ -270,7 +279,8 @@ def test_the_report_refuses_a_corrupt_machine_record_naming_file_and_field(tmp_p
                                                                            message):
     args = tables(tmp_path)
     args.machine.write_text(text)
-    done = subprocess.run(render_command(args), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(render_command(args), capture_output=True, text=True, timeout=300,
+                          env=own_lock(tmp_path))
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"error: {args.machine}: {message}"), done.stderr
     assert "Traceback" not in done.stderr
@@ -285,7 +295,8 @@ def test_the_report_refuses_a_corrupt_run_record_naming_file_and_field(tmp_path,
     args = tables(tmp_path)
     record = json.loads(args.runs[0].read_text())
     args.runs[0].write_text(json.dumps({**record, **fields}))
-    done = subprocess.run(render_command(args), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(render_command(args), capture_output=True, text=True, timeout=300,
+                          env=own_lock(tmp_path))
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"error: {args.runs[0]}: not a run record: {message}")
     assert "Traceback" not in done.stderr
@@ -299,7 +310,8 @@ def test_summarise_refuses_a_field_of_the_wrong_kind_and_ends_1(tmp_path):
         [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(sidecar),
          "--reference", str(REPO / "report/reference.csv"), "--schema", str(SCHEMA),
          "--summary", str(tmp_path / "summary.csv"), "--outputs", str(tmp_path / "o.csv"),
-         "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300)
+         "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300,
+        env=own_lock(tmp_path))
     assert done.returncode == 1
     assert done.stderr.startswith(
         f"error: {sidecar}: not a run record: field 'started': 5 is not of type 'string'")

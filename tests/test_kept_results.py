@@ -8,6 +8,7 @@ The section here is a toy that dies by SIGKILL, run by the section rules' own sh
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -17,6 +18,7 @@ import render_report
 from test_render import cell_text, section, tables
 
 from conftest import REPO, WORKFLOW_PYTHON
+from d2lperf import hostlock
 from d2lperf.results import (
     KEPT_FOLDER,
     Recorder,
@@ -58,8 +60,10 @@ def run_killed_section(tmp: Path, folder: Path) -> subprocess.CompletedProcess:
             f" || {q(str(WORKFLOW_PYTHON))} scripts/record_failure.py"
             f" --section hybridize --framework mxnet --exit-code $? --log {q(str(log))}"
             f" --csv {q(str(csv))} --sidecar {q(str(sidecar))}")
+    # record_failure takes no lock; a host lock of the test's own all the same
+    env = {**os.environ, hostlock.LOCK_VARIABLE: str(tmp / "host.lock")}
     return subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=env)
 
 
 def test_a_killed_section_keeps_its_earlier_samples_and_says_where(tmp_path):
