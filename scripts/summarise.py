@@ -43,7 +43,12 @@ def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
         run = read_run(sidecar, schema.parent)
         runs.setdefault(run["framework"], {})[run["section"]] = run
         table = sidecar.with_name("samples.csv")
-        frames.append(of_its_run(load_samples(table, schema), run, table))
+        try:
+            samples = load_samples(table, schema)
+        except OSError as error:  # one of the pair gone (a hand-copied folder)
+            raise TableError(f"{table}: cannot be read ({error.strerror}); its run record is "
+                             f"{sidecar}") from None
+        frames.append(of_its_run(samples, run, table))
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, samples
 
