@@ -170,6 +170,13 @@ WRONG_FIELDS = [
 ]
 
 
+def test_a_run_record_without_its_samples_is_refused(tmp_path):
+    sidecar = section(tmp_path / "r")
+    sidecar.with_name("samples.csv").unlink()
+    assert refusal(sidecar) == (f"{sidecar.with_name('samples.csv')}: cannot be read "
+                                f"(No such file or directory); its run record is {sidecar}")
+
+
 @pytest.mark.parametrize("fields, message", WRONG_FIELDS)
 def test_every_field_a_step_reads_is_checked_naming_file_and_field(tmp_path, fields, message):
     record = {"format_version": 3, "section": "hybridize", "framework": "mxnet",
