@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from d2lperf import archive, provenance
+from d2lperf import archive, hostlock, provenance
 
 
 def main() -> int:
@@ -19,6 +19,7 @@ def main() -> int:
                    help="files stored under <machine>/provenance/NAME")
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args()
+    hostlock.share("archive_results")  # never beside a timing of any run
     extras = dict(item.split("=", 1) for item in args.extra)
     members = archive.collect(args.results, {k: Path(v) for k, v in extras.items()})
     listing = archive.write_archive(args.out, args.results.name, members,

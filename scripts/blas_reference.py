@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from d2lperf import provenance
+from d2lperf import hostlock, provenance
 from d2lperf.blas import write_reference
 
 
@@ -16,6 +16,7 @@ def main() -> int:
     p.add_argument("--out", required=True, type=Path, help=".npz file to write")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
+    hostlock.share("blas_reference")  # never beside a timing of any run
     provenance.set_threads(args.threads)
     write_reference(args.out)
     print(f"wrote {args.out}")

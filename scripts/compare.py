@@ -19,6 +19,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from d2lperf import hostlock  # noqa: E402
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS  # noqa: E402
 from d2lperf.results import current_rows  # noqa: E402
@@ -149,6 +150,7 @@ def main() -> int:
     p.add_argument("--verdicts-table", type=Path, required=True)
     p.add_argument("--plot", type=Path, required=True)
     args = p.parse_args()
+    hostlock.share("compare")  # never beside a timing of any run
     machines = [s.parent.name for s in args.summaries]
     if args.baseline not in machines:
         p.error(f"baseline {args.baseline!r} is not among the machines: {', '.join(machines)}")

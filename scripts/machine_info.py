@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from d2lperf import machine, mxnet_gpu, provenance
+from d2lperf import hostlock, machine, mxnet_gpu, provenance
 from d2lperf.mxnet import build_info as mxnet_build
 from d2lperf.results import write_json
 
@@ -23,6 +23,8 @@ def main() -> int:
     p.add_argument("--smoke-timeout", type=float, default=180,
                    help="seconds each GPU's MXNet smoke test may take (default: 180)")
     args = p.parse_args()
+    # never beside a timing of any run (it runs MXNet's smoke test on each GPU)
+    hostlock.share("machine_info")
 
     try:
         import numpy

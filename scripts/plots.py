@@ -21,6 +21,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from d2lperf import hostlock  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY  # noqa: E402
 from d2lperf.labels import Labels  # noqa: E402
 from d2lperf.sections import SECTIONS  # noqa: E402
@@ -239,6 +240,7 @@ def main() -> int:
     p.add_argument("--out", required=True, type=Path, nargs="+",
                    help="<section>.svg for each plot to draw")
     args = p.parse_args()
+    hostlock.share("plots")  # never beside a timing of any run
     summary = with_framework(read_table(args.summary, keep_default_na=False,
                                         na_values={c: [""] for c in NUMERIC}))
     samples = with_framework(pd.concat([read_table(s, keep_default_na=False)

@@ -31,7 +31,7 @@ from typing import Any
 
 import jinja2
 
-from d2lperf import provenance
+from d2lperf import hostlock, provenance
 from d2lperf.archive import kept_refusals
 from d2lperf.labels import Labels
 from d2lperf.report.claims_view import chance_line, check_lines, claim_rows, wording
@@ -157,6 +157,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> int:
     args = parser().parse_args()
+    hostlock.share("render_report")  # never beside a timing of any run
     try:
         page = render(args)
     except (RecordError, TableError) as error:

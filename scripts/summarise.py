@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from d2lperf import claims, workloads
+from d2lperf import claims, hostlock, workloads
 from d2lperf.frameworks import DOCUMENTS  # older records' framework
 from d2lperf.harness import positive_fraction
 from d2lperf.results import FORMAT_VERSION, RecordError, read_run, write_text
@@ -229,6 +229,7 @@ def main() -> int:
     p.add_argument("--band", type=positive_fraction, default=claims.DEFAULT_BAND,
                    help="practical band of the ratio verdicts: 1 +- band (default: 0.05)")
     args = p.parse_args()
+    hostlock.share("summarise")  # never beside a timing of any run
     try:
         reference = load_reference(args.reference)
         runs, samples = load_runs(args.runs, args.schema)

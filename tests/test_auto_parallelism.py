@@ -2,10 +2,14 @@
 contexts (cpu(1) standing in for the GPU) with tiny matrices, and skipped without a GPU."""
 
 import json
+import os
+import subprocess
+import time
 
 import pytest
 
-from conftest import SINGLE_PROCESS, read_rows, run_section
+from conftest import REPO, SINGLE_PROCESS, read_rows, run_section
+from d2lperf import hostlock
 
 SMALL = ("--cpu-size", "100", "--gpu-size", "150", "--dots", "3",
          "--warmup", "1", "--repeats", "2")
@@ -68,6 +72,34 @@ def test_run_record_says_what_stood_in_for_the_gpu(on_cpu):
 
 def test_prints_a_progress_line_per_case(on_cpu):
     _, _, stdout = on_cpu
+    assert [line.split(":")[0] for line in stdout.splitlines()] == list(CASES)
+
+
+def test_the_progress_lines_are_the_same_when_the_section_waited_for_the_lock(
+        tmp_path, experiment_python):
+    """Another run's timing holds the host's lock as the section starts: it waits, says so
+    in its log, and prints the same lines (the lock's go to stderr)."""
+    lock = tmp_path / "host.lock"
+    stderr = tmp_path / "stderr.txt"
+    timing = hostlock.acquire("a timing of another run", lock, out=open(os.devnull, "w"))
+    try:
+        with open(stderr, "w") as errors:
+            section = subprocess.Popen(
+                [str(experiment_python),
+                 str(REPO / "scripts/sections/mxnet/auto_parallelism.py"), *SMALL, "--on",
+                 "cpu", "--threads", "1", "--csv", str(tmp_path / "samples.csv"),
+                 "--sidecar", str(tmp_path / "run.json")],
+                stdout=subprocess.PIPE, stderr=errors, text=True,
+                env={**os.environ, hostlock.LOCK_VARIABLE: str(lock)})
+        deadline = time.monotonic() + TIMEOUT
+        while "waiting for the host's timing lock" not in stderr.read_text() and (
+                time.monotonic() < deadline and section.poll() is None):
+            time.sleep(0.1)
+    finally:
+        hostlock.release(timing)
+    stdout = section.communicate(timeout=TIMEOUT)[0]
+    assert section.returncode == 0, stderr.read_text()
+    assert "auto_parallelism: waiting for the host's timing lock" in stderr.read_text()
     assert [line.split(":")[0] for line in stdout.splitlines()] == list(CASES)
 
 

@@ -1,11 +1,24 @@
-"""One timing at a time on this host, whatever run, results folder or machine id it is for.
+"""The pipeline's two locks: one timing at a time on this host, one run per checkout.
 
-Snakemake's machine lock (a resource) keeps the jobs of one run from timing side by side,
-but two runs (another results folder, another machine id, a colleague's checkout) know
-nothing of each other's. Every section's top process holds an advisory ``fcntl.flock`` on
-one fixed file of the host for as long as it runs, so a second timing waits for the first
-and says in its log that it waits. The lock goes with the process: a killed one never
+The host's timing lock. Snakemake's machine lock (a resource) keeps the jobs of one run
+from timing side by side, but two runs (another results folder, another machine id, a
+colleague's checkout) know nothing of each other's. Every section's top process holds an
+advisory ``fcntl.flock`` on one fixed file of the host, exclusively, for as long as it
+runs; every other job of the pipeline (tables, plots, the report, the archive, the
+machine's record) holds the same lock shared. So nothing of any run runs beside a timing,
+while the other jobs still run beside each other; who waits says so on stderr (the job's
+log), naming who holds the lock. The lock goes with the process: a killed one never
 leaves it held. Inside a SLURM job the scheduler decides what shares a node, so no lock.
+
+The file sits in a world-writable folder, where anyone may have put something first, so
+it is never followed through a link, never opened unless it is a plain file, and never
+written, truncated or re-moded unless this process has just created it; who holds the
+lock is read from the kernel (/proc/locks), not from the file.
+
+The run lock: Snakemake 9 removes every run's locks under .snakemake/locks/ when any run
+in the checkout ends, after which a third run would start the same jobs again. The main
+Snakemake process of a run that executes jobs holds ``results/.run.lock`` exclusively for
+its lifetime; a second one is refused at once, naming the first.
 
 Standard library only: the frameworks' environments import it.
 """
@@ -13,66 +26,184 @@ Standard library only: the frameworks' environments import it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-LOCK_FILE = "d2lperf-timing.lock"
+# A fixed place, the same for every run and user of the host: not tempfile.gettempdir(),
+# which follows $TMPDIR (and Snakemake's tmpdir), so two runs with different ones would
+# each lock a file of their own and time at the same moment.
+HOST_LOCK = Path("/tmp/d2lperf-timing.lock")
 # The tests point a run at a lock file of their own (never needed otherwise).
 LOCK_VARIABLE = "D2LPERF_HOST_LOCK"
+# The run lock, relative to the checkout (Snakemake's working directory).
+RUN_LOCK = Path("results/.run.lock")
+
+HOLDER_CHARS = 100  # of a holder's command line, in a message
+
+
+class LockError(Exception):
+    """A lock that cannot be taken safely, or a run refused: the message says what to do."""
 
 
 def lock_path() -> Path:
-    """The host's lock file: in the system's temporary folder (/tmp), which every run and
-    every user of the host shares, unlike $XDG_RUNTIME_DIR (one per user)."""
-    return Path(os.environ.get(LOCK_VARIABLE) or Path(tempfile.gettempdir()) / LOCK_FILE)
+    """The host's timing lock file."""
+    return Path(os.environ.get(LOCK_VARIABLE) or HOST_LOCK)
 
 
-def _open(path: Path) -> int:
-    """The lock file, made by whoever comes first, writable by all; read-only is enough to
-    lock it (another user's file in a sticky /tmp)."""
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
+          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+
+
+def _refuse_kind(path: Path, mode: int, what: str) -> None:
+    if stat.S_ISLNK(mode):
+        raise LockError(
+            f"{what} {path} is a symbolic link, which this pipeline never follows (it may "
+            f"point at a file of yours); remove it (rm '{path}'), or ask its owner or the "
+            "administrator to: the next run makes a plain file there")
+    if not stat.S_ISREG(mode):
+        raise LockError(
+            f"{what} {path} is {_KINDS.get(stat.S_IFMT(mode), 'not a plain file')}, not a "
+            f"plain file; remove it (or ask its owner or the administrator to): the next "
+            "run makes a plain file there")
+
+
+def _open(path: Path, what: str = "the host's timing lock") -> int:
+    """The lock file, read-only (all that flock needs), never through a link.
+
+    Created (O_EXCL: only if nothing is there, not even a dangling link) by whoever comes
+    first, readable by all so that every user's runs can lock it; only a file this call
+    created is ever re-moded. An existing one must be a plain file: it is looked at before
+    it is opened (a FIFO or a device is never opened: opening can block or act), and the
+    opened one is checked again, since the name may have been swapped in between."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        with contextlib.suppress(OSError):
-            os.fchmod(fd, 0o666)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise LockError(f"cannot create {what} {path}: {error.strerror}; make its folder "
+                        "writable, or create the file there (readable by all)") from None
+    else:
+        os.fchmod(fd, 0o644)  # ours, just made: past a strict umask, readable by all
         return fd
-    except PermissionError:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-
-
-def _holder(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8").strip() or "unknown"
+        _refuse_kind(path, os.lstat(path).st_mode, what)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:  # removed in between: make it again
+        return _open(path, what)
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # swapped for a link in between
+            _refuse_kind(path, stat.S_IFLNK, what)
+        owner = _owner(path)
+        raise LockError(f"cannot open {what} {path}: {error.strerror}{owner}; ask its owner "
+                        "to make it readable by all (chmod a+r), or to remove it") from None
+    try:
+        _refuse_kind(path, os.fstat(fd).st_mode, what)
+    except LockError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _owner(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        info = os.lstat(path)
+        return f" (owner uid {info.st_uid}, mode {stat.filemode(info.st_mode)})"
+    return ""
+
+
+def holders(fd: int) -> list[tuple[int, bool]]:
+    """Who holds a flock on the file open at ``fd``, from the kernel's table of locks:
+    (pid, exclusive) for each holder it shows (none it cannot: another pid namespace)."""
+    info = os.fstat(fd)
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    found = []
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            for line in table:
+                # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2148241 0 EOF"; waiters have "->"
+                parts = line.split()
+                if len(parts) < 6 or parts[1] != "FLOCK" or parts[5] != device:
+                    continue
+                if parts[4].isdigit() and int(parts[4]) > 0:
+                    found.append((int(parts[4]), parts[3] == "WRITE"))
     except OSError:
-        return "unknown"
+        pass
+    return found
 
 
-def acquire(what: str, path: Path | None = None, out=None) -> int | None:
-    """Take the host's timing lock, waiting for it first and saying so on ``out`` (the
-    job's log: stdout) with who holds it, then how long the wait was. Returns what
-    ``release`` takes; the lock is held until then or until this process ends, however it
-    ends (None inside a SLURM job: no lock)."""
-    out = out or sys.stdout
+def describe(pid: int) -> str:
+    """``pid 4242 (python scripts/sections/mxnet/hybridize.py ..., since 18:40:02)``, as
+    much of it as /proc shows."""
+    words = []
+    with contextlib.suppress(OSError):
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            words = handle.read().decode(errors="replace").split("\0")
+    words = [w for w in words if w]
+    if words:
+        words[0] = os.path.basename(words[0])
+    command = " ".join(" ".join(words).split())  # one line, whatever the arguments hold
+    if len(command) > HOLDER_CHARS:
+        command = command[:HOLDER_CHARS - 3] + "..."
+    since = _started(pid)
+    details = ", ".join(part for part in (command, since and f"since {since}") if part)
+    return f"pid {pid} ({details or 'no longer running'})"
+
+
+def _started(pid: int) -> str:
+    """When a process started, as local time of day (date too if not today), or ''."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime"))
+        started = boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return ""
+    same_day = time.localtime(started)[:3] == time.localtime()[:3]
+    return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S",
+                         time.localtime(started))
+
+
+def _who(fd: int) -> str:
+    found = holders(fd)
+    timings = [pid for pid, exclusive in found if exclusive]
+    if timings:
+        return "held by a timing: " + ", ".join(map(describe, timings))
+    if found:
+        return ("shared by jobs that never run beside a timing: "
+                + ", ".join(describe(pid) for pid, _ in found))
+    return "held by a process this one cannot see (another user's, or another container's)"
+
+
+def acquire(what: str, path: Path | None = None, out=None, shared: bool = False) -> int | None:
+    """Take the host's timing lock, exclusive for a timing, ``shared`` for any other job;
+    wait for it first, saying so on ``out`` (stderr: never in what a section prints, which
+    the tests read; the job's log holds both) with who holds it, then how long the wait
+    was. Returns what ``release`` takes; the lock is held until then or until this process
+    ends, however it ends (None inside a SLURM job: no lock). Raises LockError when the
+    lock file cannot be used safely."""
     if os.environ.get("SLURM_JOB_ID"):
         return None
+    out = out or sys.stderr
     path = path or lock_path()
     fd = _open(path)
+    kind = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
     except BlockingIOError:
-        print(f"{what}: waiting for the host's timing lock {path}: another timing runs on "
-              f"this host ({_holder(path)})", file=out, flush=True)
+        print(f"{what}: waiting for the host's timing lock {path}, {_who(fd)}", file=out,
+              flush=True)
         start = time.monotonic()
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, kind)
         print(f"{what}: got the host's timing lock after {time.monotonic() - start:.1f} s",
               file=out, flush=True)
-    with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{what}, pid {os.getpid()}, since {time.ctime()}\n".encode(), 0)
     return fd
 
 
@@ -82,10 +213,51 @@ def release(fd: int | None) -> None:
 
 
 @contextlib.contextmanager
-def timing_lock(what: str, path: Path | None = None, out=None) -> Iterator[None]:
+def timing_lock(what: str, path: Path | None = None, out=None,
+                shared: bool = False) -> Iterator[None]:
     """``acquire`` and ``release`` around a block."""
-    fd = acquire(what, path, out)
+    fd = acquire(what, path, out, shared=shared)
     try:
         yield
     finally:
         release(fd)
+
+
+def share(what: str) -> None:
+    """Every job but a timing: hold the host's timing lock shared until this process ends
+    (its descriptor is never closed), so that no timing of any run times beside it, nor it
+    beside one. A lock file that cannot be used safely ends the job with its message."""
+    try:
+        acquire(what, shared=True)
+    except LockError as error:
+        sys.exit(f"{what}: {error}")
+
+
+def check(path: Path | None = None) -> None:
+    """Raise LockError now, before any job, if the host's timing lock cannot be used."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        os.close(_open(path or lock_path()))
+
+
+def hold_run(checkout: Path | str = ".") -> int:
+    """The run lock of a checkout, taken at once or not at all: held until this process
+    ends (its descriptor is closed on exec, so no job inherits it) or ``release``;
+    LockError, naming the running run, if another holds it."""
+    checkout = Path(checkout).resolve()
+    path = checkout / RUN_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = _open(path, "the run lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pids = [pid for pid, _ in holders(fd)]
+        os.close(fd)
+        running = ", ".join(map(describe, pids)) or "its pid unknown"
+        raise LockError(
+            f"another run of this pipeline is running in this checkout ({checkout}): "
+            f"{running}; wait for it to end, or stop it (Ctrl-C in its terminal, or kill "
+            f"{pids[0] if pids else '<its pid>'}), then run again. Two runs in one checkout "
+            "would start the same jobs twice (Snakemake's own locks under .snakemake/locks/ "
+            f"go when any run here ends; {path} is held for as long as a run lives)"
+        ) from None
+    return fd

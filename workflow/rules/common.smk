@@ -7,6 +7,16 @@ from snakemake.settings.types import DeploymentMethod
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
 from d2lperf import sections as SECTION_TABLE
+from d2lperf import hostlock
+
+# A job that Snakemake runs in a process of its own (a `run:` rule's: this file is read
+# again there, the frameworks' interpreters asked and all) holds the host's timing lock
+# shared from here until it ends, as every job but a timing does (docs/design.md, "One
+# timing at a time per host; nothing outlives its section"). Only `run:` (and shadow)
+# rules run so; a timing rule must stay a shell rule, or it would wait for itself.
+if workflow.subprocess_exec:
+    hostlock.share("a `run:` job")
+
 from d2lperf.presets import cli_args, for_framework
 from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check_threads
 from d2lperf.blas import BlasError, check_coretype, empty_variables, find_system_blas
@@ -70,6 +80,19 @@ for folder in sorted({RESULTS, f"results/{MACHINE}"}):
             "results imported from another machine (it has imported.json), which this "
             "workflow never writes into; choose another machine id"
         )
+
+
+# One run per checkout, and a host's timing lock that can be used safely, checked before any
+# job starts (docs/design.md, "One timing at a time per host; nothing outlives its
+# section"). Snakemake calls onstart only in a run that executes jobs: not in a dry run,
+# --lint, --unlock, a run with nothing to do, nor in a job's own Snakemake (--no-hooks),
+# so no job ever waits for its own run's lock.
+onstart:
+    try:
+        hostlock.check()
+        hostlock.hold_run(os.getcwd())
+    except hostlock.LockError as error:
+        raise WorkflowError(f"Refused:\n{error}") from None
 
 
 def other_machines():
