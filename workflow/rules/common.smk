@@ -11,9 +11,9 @@ from d2lperf import hostlock
 
 # A job that Snakemake runs in a process of its own (a `run:` rule's: this file is read
 # again there, the frameworks' interpreters asked and all) holds the host's timing lock
-# shared from here until it ends, as every job but a timing does (docs/design.md, "One
-# timing at a time per host; nothing outlives its section"). Only `run:` (and shadow)
-# rules run so; a timing rule must stay a shell rule, or it would wait for itself.
+# shared from here until it ends, as every job but a timing does (docs/design.md,
+# "One timing at a time per host; nothing outlives its section"). Only `run:` (and
+# shadow) rules run so; a timing rule must stay a shell rule, or it would wait for itself.
 if workflow.subprocess_exec:
     hostlock.share("a `run:` job")
 
@@ -82,11 +82,11 @@ for folder in sorted({RESULTS, f"results/{MACHINE}"}):
         )
 
 
-# One run per checkout, and a host's timing lock that can be used safely, checked before any
-# job starts (docs/design.md, "One timing at a time per host; nothing outlives its
-# section"). Snakemake calls onstart only in a run that executes jobs: not in a dry run,
-# --lint, --unlock, a run with nothing to do, nor in a job's own Snakemake (--no-hooks),
-# so no job ever waits for its own run's lock.
+# One run per checkout, and a host's timing lock that can be used safely, checked before
+# any job starts (docs/design.md,
+# "One timing at a time per host; nothing outlives its section"). Snakemake calls onstart
+# only in a run that executes jobs: not in a dry run, --lint, --unlock, a run with nothing
+# to do, nor in a job's own Snakemake (--no-hooks), so no job waits for its own run's lock.
 onstart:
     try:
         hostlock.check()
