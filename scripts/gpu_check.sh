@@ -12,14 +12,27 @@
 # preset with the GPU sections on the CPU stand-in. On a GPU, the archive is kept under
 # report/machines/ for later reports to compare against.
 #
+# The check works in a results id of its own, <hardware id>-gpu-check: results/<that>/ and
+# archives/<that>.tar.gz. A checkout may hold the user's own results and report under the
+# hardware id (results/<hardware id>/, of both frameworks) and archives from elsewhere in
+# archives/: the check never re-runs, replaces or keeps any of them. It keeps the one
+# archive its own run wrote, which it names.
+#
 # GPU_CHECK_PYTHON: the interpreter with torch (default: python3). GPU_CHECK_PRESET: the
 # preset (default: documents on a GPU, ci without one). GPU_CHECK_CORES: Snakemake's cores.
 # GPU_CHECK_SECTIONS: some sections only, by name, space-separated (default: every one).
-# GPU_CHECK_KEEP=1 keeps the archive in CPU mode too, GPU_CHECK_DRY_RUN=1 plans the run
-# without running it (the tests use both).
+# GPU_CHECK_MACHINE: this machine's id (default: derived from the hardware, as the
+# workflow derives it). GPU_CHECK_KEEP=1 keeps the archive in CPU mode too,
+# GPU_CHECK_DRY_RUN=1 plans the run without running it (the tests use both).
 set -euo pipefail
+# KIT is the caller's: resolved against the folder the command is run from, before the cd
+# into the checkout; the default is the checkout's own gpu-check-kit.
+if [ -n "${1:-}" ]; then
+  kit=$(realpath -m -- "$1")
+else
+  kit=$(realpath -m -- "$(dirname "$0")/../gpu-check-kit")
+fi
 cd "$(dirname "$0")/.."
-kit=$(realpath "${1:-gpu-check-kit}")
 python=${GPU_CHECK_PYTHON:-python3}
 here=.gpu-check
 
@@ -52,37 +65,74 @@ else
   mode=cpu preset=${GPU_CHECK_PRESET:-ci} on_cpu=True
 fi
 cores=${GPU_CHECK_CORES:-$(nproc)}
-echo "gpu_check: $mode mode, preset $preset, $cores cores, torch from $python"
+# The check's own results id: the hardware's (as the workflow derives it, so that the kept
+# archive is named after this machine) with -gpu-check, never the id the user's own runs
+# here write under.
+hardware=$(PYTHONPATH="$PWD/scripts" "$python" - "${GPU_CHECK_MACHINE:-}" <<'EOF'
+import sys
+from d2lperf.machine import MachineIdError, check_machine_id, machine_id
+try:
+    hardware = check_machine_id(sys.argv[1] or machine_id(), "this machine's id")
+    check_machine_id(f"{hardware}-gpu-check", "the GPU check's results id")
+except MachineIdError as error:
+    sys.exit(f"gpu_check: {error}; name this machine with GPU_CHECK_MACHINE=<shorter id>")
+print(hardware)
+EOF
+) || exit 2
+results_id="$hardware-gpu-check"
+echo "gpu_check: $mode mode, preset $preset, $cores cores, torch from $python," \
+     "results/$results_id/"
 
 # Given as a JSON file, not as --config KEY=VALUE: Snakemake reads each such VALUE as YAML,
 # which would make a path with ' #' in it shorter, or one with ': ' a mapping.
 config="$here/config.json"
 "$python" - "$config" "$preset" "$interpreter" "$kit/fashion-mnist" "$on_cpu" \
-  "${GPU_CHECK_SECTIONS:-}" <<'EOF'
+  "${GPU_CHECK_SECTIONS:-}" "$results_id" <<'EOF'
 import json, sys
-out, preset, torch_python, data_dir, on_cpu, sections = sys.argv[1:]
+out, preset, torch_python, data_dir, on_cpu, sections, results_id = sys.argv[1:]
+# The check's own id as machine, and the stock BLAS (a BLAS variant would add to the
+# folder's name): results/<results_id>/ and archives/<results_id>.tar.gz, whatever
+# config/config.yaml says.
 config = {"preset": preset, "frameworks": ["pytorch"], "torch_python": torch_python,
-          "data_dir": data_dir, "gpu_sections_on_cpu": on_cpu == "True"}
+          "data_dir": data_dir, "gpu_sections_on_cpu": on_cpu == "True",
+          "machine": results_id, "blas": "bundled", "blas_coretype": ""}
 if sections.split():  # names only: the workflow's config check refuses any other
     config["sections"] = sections.split()
 with open(out, "w", encoding="utf-8") as handle:
     json.dump(config, handle)
 EOF
 start=$(date +%s)
+# The archive is written by this run, every time (--forcerun archive): an archive left by an
+# earlier check here is never kept as this one's. The stamp tells the two apart.
+archive="archives/$results_id.tar.gz"
+stamp="$here/started"
+touch "$stamp"
+run=("$interpreter" -m snakemake all archive --forcerun archive --cores "$cores"
+     --configfile "$config")
 if [ "${GPU_CHECK_DRY_RUN:-0}" = 1 ]; then  # the tests: the configuration as the run reads it
-  exec "$interpreter" -m snakemake all archive -n --cores "$cores" --configfile "$config"
+  exec "${run[@]}" -n
 fi
-"$interpreter" -m snakemake all archive --cores "$cores" --configfile "$config"
+"${run[@]}"
 echo "gpu_check: finished in $(( $(date +%s) - start )) s"
 
-archive=$(ls -t archives/*.tar.gz | head -n 1)
-echo "gpu_check: report $(dirname "$(ls -t results/*/report.html | head -n 1)")/report.html"
+[ -f "$archive" ] && [ -n "$(find "$archive" -newer "$stamp")" ] ||
+  fail "$PWD/$archive was not written by this run, so nothing is kept: see" \
+       "$PWD/logs/archive-$results_id.log and run this again"
+echo "gpu_check: report results/$results_id/report.html"
 echo "gpu_check: archive $archive"
-# Kept as <machine>-<date>.tar.gz: `make report` imports it under that name (never the id
-# of a machine running here), so every later report compares against this GPU.
+# Kept as <hardware id>-<date>.tar.gz: `make report` imports it under that name (never the
+# id of a machine running here), so every later report compares against this GPU. A kept
+# archive of that name that differs (a second check the same day) is not overwritten: this
+# one gets the next free -2, -3, ...
 if [ "$mode" = gpu ] || [ "${GPU_CHECK_KEEP:-0}" = 1 ]; then
   mkdir -p report/machines
-  kept="report/machines/$(basename "$archive" .tar.gz)-$(date -u +%Y-%m-%d).tar.gz"
+  name="$hardware-$(date -u +%Y-%m-%d)"
+  kept="report/machines/$name.tar.gz"
+  n=1
+  while [ -e "$kept" ] && ! cmp -s "$archive" "$kept"; do
+    n=$((n + 1))
+    kept="report/machines/$name-$n.tar.gz"
+  done
   cp "$archive" "$kept"
   echo "gpu_check: kept as $kept (commit it)"
 fi

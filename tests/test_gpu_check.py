@@ -215,6 +215,36 @@ def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run,
     assert all(r["speedup"] for r in theirs if r["epoch"] == "")  # each against ours
 
 
+def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, torch_python):
+    """The check run again where it ran (the checkout of cpu_mode_check, so this test comes
+    after the others that read it): nothing is left to measure, yet the archive is written
+    again by this run and that one is kept, not the earlier check's file left in archives/
+    (which Snakemake would call up to date)."""
+    work, _, _ = cpu_mode_check
+    folder, _ = kit
+    archive = work / "archives" / f"{CHECK_ID}.tar.gz"
+    os.utime(archive, (1e9, 1e9))  # an earlier check's, long ago
+    measured = work / "results" / CHECK_ID / "async_computation_pytorch/run.json"
+    measured_at = measured.stat().st_mtime_ns
+    kept_before = tree(work / "report/machines")
+    started = time.time()
+    done = subprocess.run(
+        ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
+        text=True, timeout=900, cwd=work.parent,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(work.parent),
+             "PYTHONPATH": str(work.parent / "machine-packages"),
+             "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
+             "GPU_CHECK_KEEP": "1", "GPU_CHECK_SECTIONS": " ".join(CHECKED_SECTIONS)})
+    assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
+    assert measured.stat().st_mtime_ns == measured_at  # nothing measured again
+    assert archive.stat().st_mtime >= started - 1  # written by this run
+    assert f"gpu_check: archive archives/{archive.name}\n" in done.stdout
+    kept = done.stdout.split("gpu_check: kept as ")[1].split(" (commit it)")[0]
+    assert (work / kept).read_bytes() == archive.read_bytes()
+    for name, content in kept_before.items():  # the earlier kept archive, untouched
+        assert (work / "report/machines" / name).read_bytes() == content
+
+
 def prepare(folder, pip="/bin/false", cwd=REPO):
     """scripts/gpu_check_prepare.sh FOLDER run from ``cwd``, by default with a pip that fails
     at once: what happens to FOLDER when the download fails (no network)."""
