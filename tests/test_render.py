@@ -209,10 +209,11 @@ def test_the_claims_table_shows_the_views_verdicts_a_column_per_framework(view, 
     cells = [cell_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
     mine = claim_of(view, "hybridize_speeds_up_mlp")
     assert cells == [f"{c['verdict']} {c['line']}" for c in mine["cells"]] + [mine["document"]]
-    caption = cell_text(re.search(r"<caption>(.*?)</caption>", claims, re.S).group(1))
+    reading = cell_text(re.search(r'<details class="reading">(.*?)</details>', page,
+                                  re.S).group(1))  # folded: the method, not the first words
     chance = view["chance"]
     assert (f"of this run's {chance['decisive']} decisive verdicts, at most "
-            f"{chance['expected']:.2g} are expected wrong") in caption
+            f"{chance['expected']:.2g} are expected wrong") in reading
 
 
 def test_a_skipped_claim_says_why(view):
@@ -379,6 +380,16 @@ def test_effect_words():
     assert words("overlap", 0.55, 0.5, 0.6) == "together 55% of the sum [50–60%]"
     assert words("more", 1.2, None, None) == "1.2× the memory"
     assert words("speedup", None, None, None) == ""
+    # An interval that holds 1 with ends more than 10x apart says nothing: it says so.
+    assert words("speedup", 0.38, 0.042, 3.5, processes=2) == "too few processes to tell (2 ran)"
+    assert words("overlap", 1.29, 0.0, 58477.0) == "too few processes to tell"
+    assert words("speedup", 0.38, 0.12, 1.1) == "2.6× faster [0.91–8.3]"  # 9.2x apart
+
+
+def test_no_number_is_written_in_e_notation():
+    from d2lperf.report.values import number
+    assert [number(v) for v in (6e-14, 0.0004, 0.0031, 0.042, 1.5, 59966157187531.0)] == [
+        "<0.001", "<0.001", "0.003", "0.042", "1.5", "59966157187531"]
 
 
 def test_labels_exact_before_pattern_and_per_epoch_only_for_epochs():
@@ -486,7 +497,7 @@ def test_a_training_run_the_machine_cannot_hold_is_named_with_its_reason():
         "notes": {"runs_not_run": {"resnet18_pair": {
             "devices": 2, "reason": "needs 2 GPUs, found 1", "needs": "gpus"}}}})
     assert line["status"] == "ok"
-    assert line["text"] == "61.0 s; the 2-device run not run: needs 2 GPUs, found 1"
+    assert line["text"] == "61 s, the 2-device run not run: needs 2 GPUs, found 1"
 
 
 @pytest.mark.parametrize("needs, note", [

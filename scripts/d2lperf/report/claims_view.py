@@ -10,7 +10,14 @@ from typing import Any
 from d2lperf import claims
 from d2lperf.claims import Claim
 from d2lperf.frameworks import DOCUMENTS
-from d2lperf.report.values import FRAMEWORKS, Row, number
+from d2lperf.report.values import (
+    FRAMEWORKS,
+    TOO_WIDE,
+    Row,
+    number,
+    too_few_words,
+    too_wide,
+)
 
 CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, names)
     ("Identical work (A/A)", tuple(name for name, *_ in claims.AA_PAIRS)),
@@ -60,10 +67,13 @@ def short_name(claim: Claim) -> str:
 
 
 def effect_words(form: str, value: float | None, low: float | None, high: float | None,
-                 effect: str | None = None) -> str:
-    """A claim's ratio in words: '4.1× faster [3.6–4.6]'."""
+                 effect: str | None = None, processes: int | None = None) -> str:
+    """A claim's ratio in words: '4.1× faster [3.6–4.6]'; 'too few processes to tell (2
+    ran)' where the interval is too wide to say anything."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value <= 0:
         return ""
+    if form in ("speedup", "share", "overlap", "more") and too_wide(low, high):
+        return too_few_words(processes)
     interval = (low is not None and high is not None and low > 0 and high > 0
                 and not (math.isnan(low) or math.isnan(high)))
     if form == "speedup":
@@ -183,8 +193,9 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
                                           "applies": "", "rules": {}})
         framework = v["framework"] or DOCUMENTS
         row["rules"][FRAMEWORKS.get(framework, framework)] = v.get("rule")
+        run = runs.get((framework, v["section"]))
         effect = effect_words(claim.form, v.get("ratio"), v.get("ratio_low"),
-                              v.get("ratio_high"), v.get("effect"))
+                              v.get("ratio_high"), v.get("effect"), processes_ran(run))
         if claim.form == "accuracy":
             effect = accuracy_words(claim, framework, summary)
             row["document"] = accuracy_words(claim, None, summary)
@@ -192,7 +203,6 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
             effect = str(v.get("evidence") or "")
         shown = v["verdict"]
         if not effect and v["verdict"] == "not applicable":
-            run = runs.get((framework, v["section"]))
             effect = not_run_words(run)
             # a section that failed is no claim that does not apply: say what happened
             shown = "failed" if run and run.get("status") == "failed" else shown
@@ -221,6 +231,14 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
     return list(rows.values())
 
 
+def processes_ran(run: Row | None) -> int | None:
+    """How many fresh processes measured a section (its stages may run more or fewer than
+    planned first)."""
+    if not run:
+        return None
+    return len(run.get("processes") or []) or (run.get("parameters") or {}).get("processes")
+
+
 def first_screen_words(verdict: str, form: str, effect: str) -> tuple[str, str]:
     """A claim cell's words split for the first screen: a short line under the verdict and
     the longer rest, folded under it, so that every verdict of every claim fits one screen.
@@ -240,7 +258,7 @@ def chance_line(claims: list[Row]) -> Row:
     counts = [sum(1 for c in claims if c["cells"][k] and c["cells"][k]["decisive"])
               for k in range(max((len(c["cells"]) for c in claims), default=0))]
     return {"decisive": sum(counts), "expected": WRONG_BY_CHANCE * sum(1 for n in counts if n),
-            "per_framework": WRONG_BY_CHANCE}
+            "per_framework": WRONG_BY_CHANCE, "too_wide": TOO_WIDE}
 
 
 def percent(value: float) -> str:

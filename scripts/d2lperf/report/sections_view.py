@@ -60,38 +60,61 @@ def kept_words(previous: Row | None) -> str:
 
 
 def run_line(run: Row | None) -> Row:
-    """One framework's status line of a section."""
+    """One framework's status line of a section, in plain words: how it was measured and
+    whether the machine was steady (``text``); the method in full, for the section's
+    folded "How this was measured" (``method``)."""
     if run is None:
-        return {"status": "missing", "text": "did not run", "flags": []}
+        return {"status": "missing", "text": "did not run", "flags": [], "method": ""}
     status = run.get("status", "missing")
     if status != "ok":
         return {"status": status, "text": "; ".join(filter(None, [
-            run.get("reason"), kept_words(run.get("previous"))])), "flags": []}
+            run.get("reason"), kept_words(run.get("previous"))])), "flags": [], "method": ""}
     params = run.get("parameters") or {}
-    text = f"{run.get('wall_seconds', '–')} s"
+    wall = run.get("wall_seconds")
+    plain, method = [f"{wall:.0f} s" if isinstance(wall, int | float) else "– s"], []
     if params.get("repeats") is not None:
         asked = params.get("processes", 1)
         ran = len(run.get("processes") or []) or asked  # the stages may run more, or fewer
+        plain.append(f"measured in {ran} fresh process{'es' if ran != 1 else ''}")
         planned = f" ({asked} planned first)" if ran != asked else ""
-        text += (f", {params['repeats']} shuffled rounds × {ran} process(es){planned} "
-                 f"after {params.get('warmup', 0)} warm-up")
+        method.append(f"{params['repeats']} shuffled rounds × {ran} process(es){planned} "
+                      f"after {params.get('warmup', 0)} warm-up")
     threads = (run.get("threads") or {}).get("OMP_NUM_THREADS")
     if threads:
-        text += f", {threads} thread(s)"
+        plain.append(f"{threads} thread{'s' if str(threads) != '1' else ''}")
     for case, why in ((run.get("notes") or {}).get("runs_not_run") or {}).items():
         which = f"the {why['devices']}-device run" if why.get("devices") else case
-        text += f"; {which} not run: {why['reason']}"
+        plain.append(f"{which} not run: {why['reason']}")
     if run.get("stages"):  # how many stages of processes it took, and why it stopped
-        text += "; " + stages.summary_text(run["stages"])
+        method.append(stages.summary_text(run["stages"]))
     steady = run.get("steadiness")
     flags = []
     if steady:
-        text += (f"; CPU probe {steady['probe_before_s']:.3f} → {steady['probe_after_s']:.3f} s "
-                 f"({100 * steady['probe_moved']:+.0f}%)")
-        if steady.get("steal_share") is not None:
-            text += f", {100 * steady['steal_share']:.1f}% stolen"
+        method.append(f"CPU probe {steady['probe_before_s']:.3f} → "
+                      f"{steady['probe_after_s']:.3f} s ({100 * steady['probe_moved']:+.0f}%)"
+                      + (f", {100 * steady['steal_share']:.1f}% of the CPU time stolen"
+                         if steady.get("steal_share") is not None else ""))
         flags = steady.get("flags") or []
-    return {"status": status, "text": text, "flags": flags}
+    text = ", ".join(plain)
+    if steady or run.get("stages"):
+        text += "; " + steadiness_words(run.get("stages") or {}, flags)
+    return {"status": status, "text": text, "flags": flags, "method": "; ".join(method)}
+
+
+def steadiness_words(staging: Row, flags: list[str]) -> str:
+    """Whether the machine was steady while a section was measured, in words: the stages
+    of processes measured while other programs kept the CPU busy, and the CPU probe before
+    and after the section (``flags``)."""
+    history = staging.get("history") or []
+    busy = [h for h in history if h.get("busy")]
+    if busy and staging.get("all_busy"):
+        return "the machine was busy throughout (its figures are kept: read them with care)"
+    if busy:
+        return (f"the machine was busy while {len(busy)} of its {len(history)} batches of "
+                "processes ran (those were set aside)")
+    if flags:
+        return "the machine was not steady: " + "; ".join(flags)
+    return "the machine was steady"
 
 
 def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],

@@ -31,7 +31,28 @@ def number(value: float) -> str:
     """A ratio for a reader: two significant figures, no exponent."""
     if value >= 100:
         return f"{value:.0f}"
-    return f"{value:#.2g}".rstrip(".") if value >= 0.01 else f"{value:.1g}"
+    if value >= 0.01:
+        return f"{value:#.2g}".rstrip(".")
+    return f"{value:.3f}" if value >= 0.001 else "<0.001"
+
+
+# An interval that says nothing a reader can use: it holds 1 (the two cases alike, or a
+# share of 100%), so not even the direction is known, and its ends are more than this
+# factor apart (from 3x slower to 3x faster; a share from 0 to thousands of percent). The
+# report says so instead of printing it; a decisive verdict never has one.
+TOO_WIDE = 10.0
+
+
+def too_wide(low: float | None, high: float | None) -> bool:
+    """Whether the interval of a ratio (or of a share) is too wide to say anything."""
+    if low is None or high is None or high != high or low != low:
+        return False
+    return low <= 1 <= high and (low <= 0 or high / low > TOO_WIDE)
+
+
+def too_few_words(processes: int | None) -> str:
+    ran = f" ({processes} ran)" if processes else ""
+    return f"too few processes to tell{ran}"
 
 
 NUMERIC = ("median", "q1", "q3", "ci_low", "ci_high", "ratio", "count", "outliers", "noisy",
