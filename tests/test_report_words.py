@@ -15,7 +15,6 @@ import shutil
 
 import pytest
 import render_report
-
 from test_report_browser import FLAGS
 from test_report_view import tables
 
