@@ -19,7 +19,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from d2lperf import machine  # noqa: E402
+from d2lperf.results import write_text  # noqa: E402
 
 INTRO = """\
 # Measurements
@@ -99,14 +99,6 @@ def check(name: str, command: list[str]) -> str | None:
             or not script.is_file():
         return f"the benchmark must be a script in bench/, got {command[:1]}"
     return None
-
-
-def write_text(path: Path, text: str) -> None:
-    """Replace the file whole or not at all (a benchmark interrupted while writing)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def main() -> int:
