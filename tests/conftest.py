@@ -106,9 +106,10 @@ CI_CONFIG = ["--config", "preset=ci", f"machine={CI_MACHINE}", "gpu_sections_on_
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory, experiment_python):
     """The whole workflow, CI preset, GPU sections on CPU contexts, in a temporary copy.
-    Returns (copy, results folder)."""
+    Returns (copy, results folder); what Snakemake printed is in the copy's console.log."""
     work = copy_workflow(tmp_path_factory.mktemp("ci") / "wf")
     done = snakemake(work, "--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}")
+    (work / "console.log").write_text(done.stdout + done.stderr, encoding="utf-8")
     assert done.returncode == 0, done.stderr[-5000:]
     return work, work / "results" / CI_MACHINE
 

@@ -27,7 +27,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from d2lperf import blas, children, frameworks, hostlock, provenance, stages, steadiness
+from d2lperf import (
+    blas,
+    children,
+    frameworks,
+    hostlock,
+    progress,
+    provenance,
+    stages,
+    steadiness,
+)
 from d2lperf.arguments import (  # noqa: F401  (the section scripts' command line, from here)
     non_negative_int,
     parser,
@@ -60,12 +69,13 @@ def main(
     argv = list(sys.argv[1:] if argv is None else argv)
     args = arg_parser.parse_args(argv)
     provenance.set_threads(args.threads)
+    progress.introduce(section, REGISTRY[framework].label)
     child = getattr(args, "process", None) is not None
     # one timing at a time on this host, whatever run it is for (children: under the parent's)
     lock = None if child else hostlock.acquire(section)
     before = None if child else steadiness.snapshot(args.probe_seconds, threads=args.threads)
     if getattr(args, "processes", 1) > 1 and not child:
-        record, rows = _run_processes(section, args, argv, before)
+        record, rows = _run_processes(section, framework, args, argv, before)
     else:
         if hasattr(args, "processes"):
             args.process = args.process or 0
@@ -127,7 +137,7 @@ def _run_body(section: str, framework: str, args: argparse.Namespace,
     return record, recorder.rows
 
 
-def _run_processes(section: str, args: argparse.Namespace, argv: list[str],
+def _run_processes(section: str, framework: str, args: argparse.Namespace, argv: list[str],
                    before: dict[str, Any] | None = None) -> tuple[dict, list]:
     """Run the section's body in fresh processes, one after the other, in the stages of
     ``d2lperf.stages`` (``args.processes`` first, more while its comparisons are
@@ -140,7 +150,7 @@ def _run_processes(section: str, args: argparse.Namespace, argv: list[str],
     is started."""
     with children.temporary_folder(f"{section}-processes-") as tmp:
         def spawn(first: int, count: int, room: stages.Room) -> stages.Stage:
-            return _run_stage(section, args, argv, Path(tmp), first, count, room)
+            return _run_stage(section, framework, args, argv, Path(tmp), first, count, room)
 
         probe = statistics.median(before["probe_s"]) if before else None
         done, pooled, staging = stages.run(
@@ -168,8 +178,8 @@ def _run_processes(section: str, args: argparse.Namespace, argv: list[str],
     return record, [{column: row.get(column, "") for column in COLUMNS} for row in rows]
 
 
-def _run_stage(section: str, args: argparse.Namespace, argv: list[str], tmp: Path,
-               first: int, count: int, room: stages.Room) -> stages.Stage:
+def _run_stage(section: str, framework: str, args: argparse.Namespace, argv: list[str],
+               tmp: Path, first: int, count: int, room: stages.Room) -> stages.Stage:
     """Processes ``first`` to ``first + count - 1``, one after the other, while ``room``
     allows the next, with the cores other programs used meanwhile and the threaded probe
     after them."""
@@ -180,8 +190,7 @@ def _run_stage(section: str, args: argparse.Namespace, argv: list[str], tmp: Pat
             print(f"{section}: no room for process {index + 1} in the budget", flush=True)
             break
         csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
-        print(f"{section}: process {index + 1} (stage of {first + 1}-{first + count})",
-              flush=True)
+        progress.say(f"process {index + 1} (stage of {first + 1}-{first + count})")
         # argparse keeps the last of a repeated option: these replace the outputs.
         command = [sys.executable, sys.argv[0], *argv, "--process", str(index),
                    "--csv", str(csv_path), "--sidecar", str(sidecar)]

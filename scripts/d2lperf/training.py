@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 from d2lperf import arguments, data, devices, sections
 from d2lperf.arguments import non_negative_int, positive_float, positive_int
 from d2lperf.errors import NEEDS_GPUS
+from d2lperf.progress import EVERY_S, say
 from d2lperf.results import Recorder
 
 T = TypeVar("T")
@@ -167,10 +169,11 @@ def case_name(model: str, num_devices: int) -> str:
 
 def progress(batches: Iterable[T], epoch: int, epochs: int,
              stream: TextIO | None = None) -> Iterator[T]:
-    """``batches`` unchanged; on a terminal, a bar of the batches handed out so far."""
+    """``batches`` unchanged; on a terminal, a bar of the batches handed out so far;
+    else, in an epoch longer than a minute, a line a minute (``minutely``)."""
     stream = stream or sys.stdout
     if not stream.isatty():
-        yield from batches
+        yield from minutely(batches, epoch, epochs)
         return
     total = len(batches)  # type: ignore[arg-type]
     done = 0
@@ -182,6 +185,20 @@ def progress(batches: Iterable[T], epoch: int, epochs: int,
         stream.flush()
     stream.write("\r" + " " * (BAR_WIDTH + 30) + "\r")
     stream.flush()
+
+
+def minutely(batches: Iterable[T], epoch: int, epochs: int) -> Iterator[T]:
+    """``batches`` unchanged, with a progress line each time a minute or more has passed
+    since the last (a ResNet-18 epoch on a CPU takes many): the clock is read between
+    batches, well under a microsecond each, and a line is written at most once a minute."""
+    total = len(batches) if hasattr(batches, "__len__") else "?"
+    last = time.monotonic()
+    for done, batch in enumerate(batches, 1):
+        yield batch
+        now = time.monotonic()
+        if now - last >= EVERY_S:
+            say(f"epoch {epoch}/{epochs}: {done} of {total} batches")
+            last = now
 
 
 def epoch_line(epoch: int, seconds: float, loss: float, test_acc: float) -> str:
@@ -196,4 +213,4 @@ def record_epoch(rec: Recorder, case: str, epoch: int, seconds: float, loss: flo
     rec.samples(case, "time", "s", [seconds], epoch=epoch, devices=where)
     rec.samples(case, "accuracy", "fraction", [test_acc], epoch=epoch, devices=where)
     rec.samples(case, "loss", "", [loss], epoch=epoch, devices=where)
-    print(epoch_line(epoch, seconds, loss, test_acc), flush=True)
+    say(epoch_line(epoch, seconds, loss, test_acc), case)

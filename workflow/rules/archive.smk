@@ -11,6 +11,8 @@ rule config_used:
         f"{RESULTS}/logs/config_used.log",
     params:
         config=config,
+    message:
+        "Writing the configuration this run used"
     run:
         import yaml
 
@@ -39,6 +41,8 @@ rule archive:
         extra=lambda wildcards, input: [
             f"{os.path.basename(lock)}={lock}" for lock in input.locks
         ],
+    message:
+        "Archiving this machine's results: {output}"
     shell:
         "{params.py:q} {input.script:q} --results {params.results:q}"
         " --extra {params.extra:q} --out {output:q} > {log:q} 2>&1"

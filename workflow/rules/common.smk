@@ -247,6 +247,21 @@ def section_threads(section):
     return THREADS
 
 
+def timing_message(section, framework):
+    """What a timing job says on the console when it starts: what it times, that nothing
+    runs beside it, and how long it may take (its budget of measuring, else the time limit
+    its cluster job asks for); its progress follows, a line per process or epoch."""
+    entry = SECTION_TABLE.SECTIONS[section]
+    budget = for_framework(PRESET[section], framework).get("budget_seconds")
+    limit = (
+        f"at most {budget} s of measuring" if budget else f"under {entry.runtime} min"
+    )
+    return (
+        f"{entry.title}, {FRAMEWORK[framework].label}: timing alone on this machine, "
+        f"{limit}; log: {{log}}"
+    )
+
+
 def section_args(section, framework=DOCUMENTS):
     """Every argument a section's script gets, all explicit, all from the config."""
     options = {

@@ -38,6 +38,8 @@ rule summarise:
     params:
         py=WORKFLOW_PY,
         band=config.get("practical_band", 0.05),
+    message:
+        "Summarising every sample into tables and deciding the claims"
     shell:
         "{params.py:q} {input.script:q} --runs {input.runs:q} --reference {input.reference:q}"
         " --schema {input.schema:q} --summary {output.summary:q}"
@@ -65,6 +67,8 @@ rule plots:
         WORKFLOW_ENV
     params:
         py=WORKFLOW_PY,
+    message:
+        "Drawing a plot per section"
     shell:
         "{params.py:q} {input.script:q} --summary {input.summary:q}"
         " --samples {input.samples:q} --labels {input.labels:q} --out {output:q}"
@@ -89,6 +93,8 @@ rule compare:
     params:
         py=WORKFLOW_PY,
         baseline=BASELINE,
+    message:
+        f"Comparing this machine with {len(OTHER_MACHINES)} other(s): {', '.join(OTHER_MACHINES)}"
     shell:
         "{params.py:q} {input.script:q} --summaries {input.summaries:q}"
         " --verdicts {input.verdicts:q} --baseline {params.baseline:q}"
@@ -96,9 +102,9 @@ rule compare:
         " --plot {output.plot:q} > {log:q} 2>&1"
 
 
+# The report's order and headings of the sections, from the table of sections: made again
+# whenever the table changes (a section added, a title reworded).
 rule sections_table:
-    """The report's order and headings of the sections, from the table of sections: made
-    again whenever the table changes (a section added, a title reworded)."""
     input:
         table="scripts/d2lperf/sections.py",
     output:
@@ -107,6 +113,8 @@ rule sections_table:
         f"{RESULTS}/logs/sections_table.log",
     params:
         table=SECTION_TABLE.CSV_COLUMNS,
+    message:
+        "Writing the table of sections the report reads"
     run:
         SECTION_TABLE.write_csv(output[0])
 
@@ -145,6 +153,8 @@ rule report:
         preset=config["preset"],
         comparison=comparison_args,
         kept=kept_args,
+    message:
+        "Writing the report, {output}"
     shell:
         "{params.py:q} {input.script:q} --machine {input.machine:q}"
         " --summary {input.summary:q} --outputs {input.outputs:q}"

@@ -2,7 +2,9 @@
 # hybridize` for the documents' framework's, `hybridize_<framework>` for a twin). Each calls
 # scripts/sections/<framework>/<section>.py in that framework's environment with explicit
 # arguments from the preset, holds the whole machine lock while it times, and
-# records a failure instead of losing the other sections' results.
+# records a failure instead of losing the other sections' results. The console shows each
+# job's message and a long section's progress (fd 3: d2lperf.progress); everything the
+# script prints goes to its log.
 
 
 rule machine_info:
@@ -22,6 +24,8 @@ rule machine_info:
         py=MACHINE_PY,
         machine=RESULTS_ID,
         environment=job_environment(),
+    message:
+        "Recording this machine (CPU, memory, GPUs, software)"
     shell:
         "env {params.environment:q} {params.py:q} {input.script:q}"
         " --machine {params.machine:q} --out {output:q} > {log:q} 2>&1"
@@ -40,6 +44,8 @@ rule blas_reference:
         **SECTION_TABLE.OTHER_JOBS["blas_reference"],
     params:
         py=EXPERIMENT_PY,
+    message:
+        "Computing the float64 reference the BLAS variant is checked against"
     shell:
         "{params.py:q} {input.script:q} --out {output:q} > {log:q} 2>&1"
 
@@ -80,11 +86,14 @@ for section, framework in JOBS:
             args=section_args(section, framework),
             environment=job_environment(section, framework),
             workflow_py=WORKFLOW_PY,
+        message:
+            timing_message(section, framework)
         # A failed script still leaves a run record the report shows, with its log; an
         # interrupted one (Ctrl-C, SIGTERM) fails the job and keeps the previous results.
         shell:
-            "env {params.environment:q} {params.py:q} {input.script:q} {params.args:q}"
-            " --csv {output.csv:q} --sidecar {output.sidecar:q} > {log:q} 2>&1"
+            "env {params.environment:q} D2LPERF_PROGRESS_FD=3"
+            " {params.py:q} {input.script:q} {params.args:q}"
+            " --csv {output.csv:q} --sidecar {output.sidecar:q} 3>&2 > {log:q} 2>&1"
             " || {params.workflow_py:q} scripts/record_failure.py"
             " --section {params.section:q} --framework {params.framework:q}"
             " --exit-code $? --log {log:q}"

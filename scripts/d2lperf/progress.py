@@ -1,0 +1,39 @@
+"""A section's progress, for the person watching the run.
+
+A section's whole output goes to its log; `make report` shows one line per job (its rule's
+``message:``). A long section also says how far it is, a line per process or epoch, and
+in an epoch longer than a minute a line a minute: each such line goes to the log and to
+the console, which the rule hands the script as a file descriptor
+(``$D2LPERF_PROGRESS_FD``: Snakemake's own stderr, duplicated before the job's output is
+sent to its log), after the section and framework, since every job's lines meet there.
+Run by hand, a script prints to its terminal alone.
+
+Standard library only: the frameworks' environments import it.
+"""
+
+from __future__ import annotations
+
+import os
+
+VARIABLE = "D2LPERF_PROGRESS_FD"
+EVERY_S = 60.0  # the longest a long step goes without a line on the console
+_who = ""
+
+
+def introduce(section: str, framework_label: str) -> None:
+    """Name this process's lines on the console: ``hybridize (MXNet): ...``."""
+    global _who
+    _who = f"{section} ({framework_label})"
+
+
+def say(line: str, about: str = "") -> None:
+    """``line`` in the log (stdout), and on the console where the rule gave one, with what
+    it is ``about`` (a training run's case) where the log has said so before."""
+    print(line, flush=True)
+    fd = os.environ.get(VARIABLE, "")
+    if fd.isdigit():
+        who = f"{_who}, {about}" if about else _who
+        try:
+            os.write(int(fd), f"{who}: {line}\n".encode("utf-8", "replace"))
+        except OSError:  # the console went away (a closed terminal): the log has it
+            pass

@@ -1,0 +1,67 @@
+"""Progress a person can read: each job says in one line what it does and how long it may
+take, a long section says how far it is on the console (a line per process or epoch, and
+in a long epoch one a minute), and the shell lines stay in the logs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+from conftest import REPO
+from d2lperf import progress, training
+
+
+def test_a_line_goes_to_the_log_and_to_the_console_named(tmp_path):
+    """The console is a file descriptor the rule hands over; the log is stdout."""
+    program = textwrap.dedent(f'''\
+        import sys
+        sys.path.insert(0, {str(REPO / "scripts")!r})
+        from d2lperf import progress
+        progress.introduce("multi_gpu_scratch", "MXNet")
+        progress.say("epoch 1, time 3.0 sec", "lenet_1_device")
+        progress.say("process 2 (stage of 1-4)")
+        ''')
+    read, write = os.pipe()
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          pass_fds=(write,), env={**os.environ, progress.VARIABLE: str(write)},
+                          timeout=60)
+    os.close(write)
+    with os.fdopen(read) as console:
+        shown = console.read()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "epoch 1, time 3.0 sec\nprocess 2 (stage of 1-4)\n"  # the log's
+    assert shown == ("multi_gpu_scratch (MXNet), lenet_1_device: epoch 1, time 3.0 sec\n"
+                     "multi_gpu_scratch (MXNet): process 2 (stage of 1-4)\n")
+    # run by hand (no console handed over): stdout only, nothing else written anywhere
+    bare = {k: v for k, v in os.environ.items() if k != progress.VARIABLE}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          env=bare, timeout=60)
+    assert done.stdout.count("\n") == 2 and done.stderr == ""
+
+
+def test_a_long_epoch_says_how_far_it_is_once_a_minute(monkeypatch, capsys):
+    clock = iter(range(0, 1000, 25))  # each batch takes 25 s
+    monkeypatch.setattr(training.time, "monotonic", lambda: next(clock))
+    monkeypatch.delenv(progress.VARIABLE, raising=False)
+    assert list(training.progress(list(range(10)), 3, 10)) == list(range(10))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["epoch 3/10: 3 of 10 batches", "epoch 3/10: 6 of 10 batches",
+                     "epoch 3/10: 9 of 10 batches"]  # one a minute or more, never silent
+
+
+def test_make_reports_console_shows_what_each_job_does_not_its_shell_line(ci_run):
+    work, _ = ci_run
+    console = (work / "console.log").read_text(encoding="utf-8")
+    assert "scripts/sections/" not in console and " --csv " not in console  # no shell line
+    jobs = re.findall(r"^Job \d+: (.*)$", console, flags=re.MULTILINE)
+    timing = [j for j in jobs if "timing alone on this machine" in j]
+    assert len(timing) >= 8 and all(re.search(r"(at most \d+ s of measuring|under \d+ min); "
+                                              r"log: results/", j) for j in timing), timing
+    assert any(j.startswith("Writing the report") for j in jobs)
+    # a section in fresh processes says each one on the console, named
+    assert re.search(r"^hybridize \(MXNet\): process 2 \(stage of 1-2\)$", console, re.M)
+    assert re.search(r"^multi_gpu_scratch \(PyTorch\), lenet_2_devices: epoch 1, time ",
+                     console, re.M)
