@@ -219,11 +219,14 @@ def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, t
     """The check run again where it ran (the checkout of cpu_mode_check, so this test comes
     after the others that read it): nothing is left to measure, yet the archive is written
     again by this run and that one is kept, not the earlier check's file left in archives/
-    (which Snakemake would call up to date)."""
+    (which Snakemake would call up to date). A kept archive of the same name with other
+    content (another check the same day) stays: this one is kept beside it."""
     work, _, _ = cpu_mode_check
     folder, _ = kit
     archive = work / "archives" / f"{CHECK_ID}.tar.gz"
     os.utime(archive, (1e9, 1e9))  # an earlier check's, long ago
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    (work / f"report/machines/{HARDWARE_ID}-{today}.tar.gz").write_bytes(b"another check's")
     measured = work / "results" / CHECK_ID / "async_computation_pytorch/run.json"
     measured_at = measured.stat().st_mtime_ns
     kept_before = tree(work / "report/machines")
@@ -240,6 +243,7 @@ def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, t
     assert archive.stat().st_mtime >= started - 1  # written by this run
     assert f"gpu_check: archive archives/{archive.name}\n" in done.stdout
     kept = done.stdout.split("gpu_check: kept as ")[1].split(" (commit it)")[0]
+    assert kept == f"report/machines/{HARDWARE_ID}-{today}-2.tar.gz"
     assert (work / kept).read_bytes() == archive.read_bytes()
     for name, content in kept_before.items():  # the earlier kept archive, untouched
         assert (work / "report/machines" / name).read_bytes() == content
