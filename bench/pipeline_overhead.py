@@ -119,7 +119,8 @@ def bench_preset(preset: str, runs: int) -> None:
         template = work / "report/templates/report.html.j2"
         template.write_text(template.read_text() + "\n<!-- bench -->\n", encoding="utf-8")
         seconds, said = timed_snakemake(work, "--cores", "4", *config)
-        reran = sorted(set(re.findall(r"^(?:local)?rule (\w+):", said, re.M)) - {"all"})
+        reran = sorted(set(re.findall(r"^Finished jobid: \d+ \(Rule: (\w+)\)", said, re.M))
+                       - {"all"})
         report_log = (results / "logs/report.log").read_text()
         report_rss = re.search(r"peak memory (\d+) MB", report_log).group(1)
         print(f"report-only rebuild after a template change: {seconds:.2f} s, jobs {reran} -> "

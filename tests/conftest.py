@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -61,6 +62,29 @@ def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.Compl
     return subprocess.run(
         [str(SNAKEMAKE), *args], cwd=workdir, capture_output=True, text=True, timeout=timeout
     )
+
+
+def jobs_planned(output: str) -> list[str]:
+    """The rules of the jobs a Snakemake run planned, from its job stats table (a job with a
+    message: prints that instead of its rule's name); empty when nothing was to be done."""
+    lines = output.splitlines()
+    start = next((k for k, line in enumerate(lines) if line.split()[:2] == ["job", "count"]),
+                 None)
+    if start is None:
+        return []
+    found = []
+    for line in lines[start + 2:]:  # past the header and its rule
+        parts = line.split()
+        if not parts or parts[0] == "total":
+            break
+        found += [parts[0]] * int(parts[1])
+    return found
+
+
+def a_job_started(output: str) -> bool:
+    """Whether Snakemake started any job: a job with a message prints "Job N: <message>",
+    one without prints "rule <name>:" (or localrule)."""
+    return re.search(r"^(Job \d+: |(local)?rule \w+:$)", output, re.M) is not None
 
 
 def run_script(python: Path, script: str, *args: str, timeout: int = 600,

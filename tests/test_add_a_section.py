@@ -19,7 +19,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
+from conftest import (
+    CI_CONFIG,
+    CI_MACHINE,
+    REPO,
+    WORKFLOW_PYTHON,
+    copy_workflow,
+    jobs_planned,
+    snakemake,
+)
 
 NAME = "vector_sum"
 CLAIM = "one_sum_beats_adding_one_by_one"
@@ -135,8 +143,7 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
 
     done = snakemake(work, "--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}")
     assert done.returncode == 0, done.stderr[-5000:]
-    ran = {line.split()[1].rstrip(":") for line in (done.stdout + done.stderr).splitlines()
-           if line.startswith(("rule ", "localrule "))}
+    ran = set(jobs_planned(done.stdout + done.stderr))
     assert {NAME, f"{NAME}_pytorch", "report"} <= ran and "hybridize" not in ran
 
     out = work / "results" / CI_MACHINE

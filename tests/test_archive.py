@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
+from conftest import (
+    CI_CONFIG,
+    CI_MACHINE,
+    REPO,
+    WORKFLOW_PYTHON,
+    copy_workflow,
+    jobs_planned,
+    snakemake,
+)
 from d2lperf import archive
 from d2lperf.archive import ArchiveError, import_archive, import_kept
 
@@ -408,8 +416,7 @@ def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_pyth
     assert "report/machines/broken-box.tar.gz: refused: truncated" in kept_import.stderr
     done = snakemake(fresh, "--cores", "2", *config)
     assert done.returncode == 0, done.stderr[-3000:]
-    ran = [line.split()[1].rstrip(":") for line in (done.stdout + done.stderr).splitlines()
-           if line.startswith(("rule ", "localrule "))]
+    ran = jobs_planned(done.stdout + done.stderr)
     assert "hybridize" not in ran and "compare" in ran
     page = (fresh / "results" / CI_MACHINE / "report.html").read_text(encoding="utf-8")
     assert "Across machines" in page and "second-box" in page

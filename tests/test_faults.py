@@ -28,6 +28,7 @@ from conftest import (
     copy_workflow,
     crashing_python,
     ctrl_c_as_in_a_terminal,
+    jobs_planned,
     snakemake,
 )
 from d2lperf import hostlock
@@ -157,8 +158,7 @@ def test_ctrl_c_during_forcerun_keeps_the_previous_results(ci_run, tmp_path, exp
 
     done = snakemake(work, "--cores", "2", *config)
     assert done.returncode == 0, done.stderr[-3000:]
-    ran = [line.split()[1].rstrip(":") for line in (done.stdout + done.stderr).splitlines()
-           if line.startswith(("rule ", "localrule "))]
+    ran = jobs_planned(done.stdout + done.stderr)
     assert "hybridize" in ran  # the interrupted section is re-run, not taken as done
     assert raw_results(results).keys() == before.keys()
     record = json.loads((results / "hybridize/run.json").read_text())
@@ -202,8 +202,7 @@ def stored_run(tmp_path: Path, experiment_python: Path) -> tuple[Path, Path, lis
     done = subprocess.run([str(SNAKEMAKE), *args], cwd=work, capture_output=True, text=True,
                           timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert not [line for line in done.stderr.splitlines()
-                if line.startswith("rule ") and line.split()[1].rstrip(":") in SECTIONS]
+    assert not [job for job in jobs_planned(done.stderr) if job in SECTIONS]
     return work, results, args, env
 
 

@@ -15,6 +15,7 @@ from conftest import (
     WORKFLOW_PYTHON,
     copy_workflow,
     crashing_python,
+    jobs_planned,
     snakemake,
 )
 from d2lperf import sections as section_table
@@ -135,8 +136,7 @@ def test_template_change_rerenders_only_the_report(ci_run, experiment_python):
     template.write_text(template.read_text() + "\n", encoding="utf-8")
     done = snakemake(work, "-n", "--cores", "2", *CI_CONFIG,
                      f"experiment_python={experiment_python}")
-    jobs = [line.split()[1].rstrip(":") for line in done.stdout.splitlines()
-            if line.startswith(("rule ", "localrule "))]
+    jobs = jobs_planned(done.stdout)
     assert sorted(jobs) == ["all", "report"], done.stdout[-2000:]
 
 
