@@ -121,7 +121,7 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
                "framework": r["framework"], "run": r["run"],
                "job": jobs_key(s["section"], r["framework"]), "code": code_text(r["run"])}
               for s in sections for r in s["runs"] if r["run"]],
-        comparison=comparison(args, claims_table),
+        comparison=comparison(args, claims_table, str(machine.get("machine", ""))),
         kept_refused=kept_refusals(args.kept) if getattr(args, "kept", None) else [],
         unlabelled=unlabelled,
     )

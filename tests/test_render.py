@@ -478,6 +478,17 @@ def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
     assert across["plot"].startswith("data:image/svg+xml;base64,")
 
 
+def test_the_first_screen_says_what_this_machine_is_compared_with(tmp_path):
+    def facts(args):
+        page = render_report.render(args)
+        text = cell_text(re.search(r'<dl class="facts">(.*?)</dl>', page, re.S).group(1))
+        return text.replace(" :", ":")  # cell_text spaces every tag
+
+    assert "Compared with 1 other machine: gpu-box" in facts(across_machines(tmp_path / "a"))
+    alone = facts(tables(tmp_path / "b"))
+    assert "Compared with no other machine yet" in alone and "import_results.py" in alone
+
+
 def test_across_machines_reads_a_cell_per_machine_and_folds_the_plot(tmp_path):
     across = section(render_report.render(across_machines(tmp_path)), "across-machines")
     row = next(r for r in across.split("<tr>") if "hybridize() speeds up" in r)

@@ -14,10 +14,11 @@ from d2lperf.report.claims_view import CHECK_GROUPS, short_name
 from d2lperf.report.values import FRAMEWORKS, Row, records, svg_data_uri
 
 
-def comparison(args: argparse.Namespace,
-               claims_table: dict[str, Claim]) -> dict[str, Any] | None:
+def comparison(args: argparse.Namespace, claims_table: dict[str, Claim],
+               this: str = "") -> dict[str, Any] | None:
     """The cross-machine section: a column per machine, the baseline's first; a claim's
-    cell holds each framework's verdict on that machine."""
+    cell holds each framework's verdict on that machine. ``others``: the machines this
+    one (``this``) is compared with, for the first screen."""
     if not args.comparison:
         return None
     table = pd.read_csv(args.comparison)
@@ -52,5 +53,6 @@ def comparison(args: argparse.Namespace,
                 row["cells"][k].append({"framework": FRAMEWORKS.get(v.get("framework"),
                                                                     v.get("framework")),
                                         "verdict": v[machine]})
-    return {"machines": machines, "rows": rows, "verdicts": list(verdicts.values()),
+    return {"machines": machines, "others": [m for m in machines if m != this],
+            "rows": rows, "verdicts": list(verdicts.values()),
             "plot": svg_data_uri(args.comparison_plot)}
