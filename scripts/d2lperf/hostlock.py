@@ -123,19 +123,25 @@ def holders(fd: int) -> list[tuple[int, bool]]:
     (pid, exclusive) for each holder it shows (none it cannot: another pid namespace)."""
     info = os.fstat(fd)
     device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
-    found = []
+    exact, same_inode = [], []
     try:
         with open("/proc/locks", encoding="ascii", errors="replace") as table:
             for line in table:
                 # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2148241 0 EOF"; waiters have "->"
                 parts = line.split()
-                if len(parts) < 6 or parts[1] != "FLOCK" or parts[5] != device:
+                if (len(parts) < 6 or parts[1] != "FLOCK" or not parts[4].isdigit()
+                        or int(parts[4]) == 0):
                     continue
-                if parts[4].isdigit() and int(parts[4]) > 0:
-                    found.append((int(parts[4]), parts[3] == "WRITE"))
+                holder = (int(parts[4]), parts[3] == "WRITE")
+                if parts[5] == device:
+                    exact.append(holder)
+                elif parts[5].rsplit(":", 1)[-1] == str(info.st_ino):
+                    same_inode.append(holder)
     except OSError:
         pass
-    return found
+    # An overlay filesystem may show the kernel another device than stat() does: then the
+    # inode alone (another file's on another device, rarely: only a message is at stake).
+    return exact or same_inode
 
 
 def describe(pid: int) -> str:
