@@ -110,7 +110,11 @@ def test_names_the_project_writes_under_results_are_reserved():
                  repo / "Snakefile", repo / "Makefile"]:
         written |= set(re.findall(r"""["']results/([^"'{}/<\s]+)["']""", path.read_text()))
     assert "kept-archives.json" in written
-    assert {archive.KEPT_RECORD, *written} <= machine.RESERVED_RESULT_NAMES
+    hidden = {name for name in written if name.startswith(".")}  # the run lock, staging
+    for name in hidden:  # never an id, by the pattern itself
+        with pytest.raises(machine.MachineIdError):
+            machine.check_machine_id(name)
+    assert {archive.KEPT_RECORD, *(written - hidden)} <= machine.RESERVED_RESULT_NAMES
     for name in machine.RESERVED_RESULT_NAMES:
         for spelling in (name, name.upper()):  # one file on a case-insensitive disk
             with pytest.raises(machine.MachineIdError) as error:

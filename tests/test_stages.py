@@ -529,10 +529,13 @@ def test_the_report_says_how_many_stages_a_section_took_and_why():
                           budget=95.0)
     line = run_line({"status": "ok", "wall_seconds": 80.0, "parameters": {},
                      "stages": record})
-    assert "; 2 stages, 8 processes pooled; stopped: budget spent (not even 2 processes " \
-           "of the next stage would fit in 95 s; undecided: hybridize_speeds_up_mlp" in line["text"]
+    # the method, folded under "How this was measured"; the status line says it plainly
+    assert "2 stages, 8 processes pooled; stopped: budget spent (not even 2 processes " \
+           "of the next stage would fit in 95 s; undecided: hybridize_speeds_up_mlp" \
+        in line["method"]
     assert ("each look at 98.3% (Bonferroni: 0.05 shared by 3 planned looks; Holm over the "
-            "framework's claims)") in line["text"]
+            "framework's claims)") in line["method"]
+    assert line["text"].endswith("; the machine was steady")
 
 
 def test_the_report_says_how_many_processes_ran_when_the_budget_cut_the_first_stage():
@@ -545,6 +548,7 @@ def test_the_report_says_how_many_processes_ran_when_the_budget_cut_the_first_st
                      "parameters": {"repeats": 10, "processes": 8, "warmup": 1},
                      "stages": record})
     assert "10 shuffled rounds × 3 process(es) (8 planned first) after 1 warm-up" \
-        in line["text"]
+        in line["method"]
     assert "stopped: budget spent (180 s spent after 3 of its 8 processes of stage 1" \
-        in line["text"]
+        in line["method"]
+    assert line["text"].startswith("180 s, measured in 3 fresh processes")
