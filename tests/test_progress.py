@@ -65,3 +65,5 @@ def test_make_reports_console_shows_what_each_job_does_not_its_shell_line(ci_run
     assert re.search(r"^hybridize \(MXNet\): process 2 \(stage of 1-2\)$", console, re.M)
     assert re.search(r"^multi_gpu_scratch \(PyTorch\), lenet_2_devices: epoch 1, time ",
                      console, re.M)
+    # a section of runs in fresh processes one after the other says each run
+    assert re.search(r"^async_memory \(MXNet\): async, repeat 1:$", console, re.M)

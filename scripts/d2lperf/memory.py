@@ -28,7 +28,7 @@ from typing import Any
 
 import psutil
 
-from d2lperf import arguments, children, harness, provenance
+from d2lperf import arguments, children, harness, progress, provenance
 from d2lperf.arguments import non_negative_int, positive_int
 from d2lperf.results import Recorder, read_json, write_json
 from d2lperf.stats import Stats
@@ -182,7 +182,7 @@ def run_modes(args: argparse.Namespace, script: str, child_flags: Sequence[str] 
         for repeat in range(args.repeats):
             for suffix, warmup in ways:
                 for mode in MODES:
-                    print(f"{mode}{suffix}, repeat {repeat}:", flush=True)
+                    progress.say(f"{mode}{suffix}, repeat {repeat}:")  # 10-30 s a run
                     result = tmp / f"{mode}{suffix}-{repeat}.json"
                     subprocess.run([sys.executable, script, "--child", mode, "--result",
                                     str(result), "--threads", str(args.threads), "--warmup",
