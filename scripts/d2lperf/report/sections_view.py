@@ -75,7 +75,10 @@ def run_line(run: Row | None) -> Row:
     if params.get("repeats") is not None:
         asked = params.get("processes", 1)
         ran = len(run.get("processes") or []) or asked  # the stages may run more, or fewer
-        plain.append(f"measured in {ran} fresh process{'es' if ran != 1 else ''}")
+        # a section without processes repeats in its own way (the memory twins: a fresh
+        # process per run): its repeats, not one process
+        plain.append(f"measured in {ran} fresh process{'es' if ran != 1 else ''}"
+                     if "processes" in params else f"{params['repeats']} repeats")
         planned = f" ({asked} planned first)" if ran != asked else ""
         method.append(f"{params['repeats']} shuffled rounds × {ran} process(es){planned} "
                       f"after {params.get('warmup', 0)} warm-up")
