@@ -436,3 +436,21 @@ def test_the_configured_machine_id_is_a_local_id_too(tmp_path):
     config.write_text('machine: ""\n')
     assert "my-box" not in import_results.local_ids([], config)
     assert import_results.local_ids(["given"], config) == ("given", "given--system-blas")
+
+
+def test_every_reference_machine_kept_here_imports_as_any_archive_would(tmp_path):
+    """The archives the project ships in report/machines/ pass the same checks as any import
+    (what `make report` runs first), each under an id of its own, each at most 3 MB."""
+    shipped = sorted((REPO / "report/machines").glob("*.tar.gz"))
+    assert shipped, "no reference machine is kept"
+    assert all(p.stat().st_size <= 3 * 2**20 for p in shipped), shipped
+    done = subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), "--kept",
+         str(REPO / "report/machines"), "--results", "results", "--local-id", "this-box"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "refused" not in done.stderr, done.stderr
+    ids = [p.name[: -len(".tar.gz")] for p in shipped]
+    for name in ids:
+        record = json.loads((tmp_path / "results" / name / "machine.json").read_text())
+        assert record["cpu"]["model"]
+    assert len(set(ids)) == len(ids)
