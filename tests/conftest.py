@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ SNAKEMAKE = WORKFLOW_PYTHON.parent / "snakemake"
 EXPERIMENT_PYTHON = Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python"))
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".venv-mxnet", ".venv-torch", "results", ".snakemake", "__pycache__",
-    ".pytest_cache", ".ruff_cache", "artifacts", "gpu-check-kit", ".gpu-check",
+    ".pytest_cache", ".ruff_cache", "artifacts", "gpu-check-kit", ".gpu-check", "archives",
 )
 
 
@@ -62,6 +63,17 @@ def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.Compl
     return subprocess.run(
         [str(SNAKEMAKE), *args], cwd=workdir, capture_output=True, text=True, timeout=timeout
     )
+
+
+def wait_for(predicate, seconds: float = 120.0, poll: float = 0.1) -> bool:
+    """Whether ``predicate()`` came true within ``seconds`` (a hang guard: long enough for
+    a slow machine)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(poll)
+    return False
 
 
 def jobs_planned(output: str) -> list[str]:

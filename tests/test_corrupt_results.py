@@ -113,14 +113,19 @@ def test_one_machines_meaningless_interval_never_stops_the_comparison(tmp_path):
     assert (tmp_path / "plots/comparison.svg").exists()
 
 
-def test_summarise_says_which_file_and_ends_1(tmp_path):
-    sidecar = section(tmp_path / "r", record="[]")
-    done = subprocess.run(
+def run_summarise(tmp_path, sidecar):
+    """scripts/summarise.py on one run record, as the rule runs it."""
+    return subprocess.run(
         [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(sidecar),
          "--reference", str(REPO / "report/reference.csv"), "--schema", str(SCHEMA),
          "--summary", str(tmp_path / "summary.csv"), "--outputs", str(tmp_path / "o.csv"),
          "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300,
         env=own_lock(tmp_path))
+
+
+def test_summarise_says_which_file_and_ends_1(tmp_path):
+    sidecar = section(tmp_path / "r", record="[]")
+    done = run_summarise(tmp_path, sidecar)
     assert done.returncode == 1
     assert f"error: {sidecar}: not a run record" in done.stderr
     assert "Traceback" not in done.stderr
@@ -313,12 +318,7 @@ def test_the_report_refuses_a_corrupt_run_record_naming_file_and_field(tmp_path,
 def test_summarise_refuses_a_field_of_the_wrong_kind_and_ends_1(tmp_path):
     sidecar = section(tmp_path / "r", record=json.dumps(
         {"section": "hybridize", "framework": "mxnet", "status": "ok", "started": 5}))
-    done = subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(sidecar),
-         "--reference", str(REPO / "report/reference.csv"), "--schema", str(SCHEMA),
-         "--summary", str(tmp_path / "summary.csv"), "--outputs", str(tmp_path / "o.csv"),
-         "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300,
-        env=own_lock(tmp_path))
+    done = run_summarise(tmp_path, sidecar)
     assert done.returncode == 1
     assert done.stderr.startswith(
         f"error: {sidecar}: not a run record: field 'started': 5 is not of type 'string'")

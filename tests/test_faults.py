@@ -108,22 +108,28 @@ def test_failure_records_name_their_own_section(tmp_path):
         assert run["status"] == "failed" and "No module named 'mxnet'" in run["log_tail"]
 
 
+def sigkill_hybridize(run: subprocess.Popen, work: Path, log: Path, timeout: int) -> str:
+    """SIGKILL (the OOM killer's way) the hybridize job of ``run`` once it has written part
+    of its log (unbuffered) and still runs; what the run printed once it ended."""
+    try:
+        pid = wait_for(lambda: log.exists() and log.stat().st_size > 0
+                       and section_process(work, "hybridize"), run)
+        assert pid, "the hybridize job wrote nothing to its log while it ran"
+        os.kill(pid, signal.SIGKILL)
+        out, _ = run.communicate(timeout=timeout)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    return out
+
+
 def test_sigkill_of_one_job_is_reported_with_its_log(ci_run, tmp_path, experiment_python):
     work, results = fresh_copy(ci_run, tmp_path)
     before = raw_results(results)
     log = results / "logs/hybridize.log"
     run = start_snakemake(work, "--cores", "2", *CI_CONFIG,
                           f"experiment_python={experiment_python}", "--forcerun", "hybridize")
-    try:
-        # the job has written part of its log (unbuffered) and is still running
-        pid = wait_for(lambda: log.exists() and log.stat().st_size > 0
-                       and section_process(work, "hybridize"), run)
-        assert pid, "the hybridize job wrote nothing to its log while it ran"
-        os.kill(pid, signal.SIGKILL)
-        out, _ = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
+    out = sigkill_hybridize(run, work, log, timeout=300)
     assert run.returncode == 0, out[-3000:]
     record = json.loads((results / "hybridize/run.json").read_text())
     assert record["section"] == "hybridize" and record["status"] == "failed", record
@@ -256,15 +262,7 @@ def test_a_section_killed_keeps_its_earlier_samples_and_the_report_says_so(
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True, preexec_fn=ctrl_c_as_in_a_terminal,
                            env=env)
-    try:
-        pid = wait_for(lambda: log.exists() and log.stat().st_size > 0
-                       and section_process(work, "hybridize"), run)
-        assert pid, "the hybridize job wrote nothing to its log while it ran"
-        os.kill(pid, signal.SIGKILL)
-        out, _ = run.communicate(timeout=600)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
+    out = sigkill_hybridize(run, work, log, timeout=600)
     assert run.returncode == 0, out[-3000:]
     record = json.loads((results / "hybridize/run.json").read_text())
     assert record["status"] == "failed" and record["exit_code"] == 128 + signal.SIGKILL

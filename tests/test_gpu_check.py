@@ -37,6 +37,17 @@ def an_older_kit(folder):
     (folder / "requirements.txt").write_text("old==1.0\n")
 
 
+def a_kit_folder(tmp_path, before: str):
+    """Where a kit is to be made, as it was before: absent, empty, or its own older kit."""
+    folder = tmp_path / "kits" / "gpu-check-kit"
+    folder.parent.mkdir()
+    if before == "empty":
+        folder.mkdir()
+    if before == "its own kit":
+        an_older_kit(folder)
+    return folder
+
+
 def tree(folder):
     """Every path under ``folder`` with its bytes (None for a folder): what it holds."""
     return {str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes()
@@ -325,12 +336,7 @@ def test_a_failed_prepare_leaves_the_folder_as_it_was(tmp_path, before, fails):
     (pip failing at once, a download or a build cut off half way, a download short of
     wheels that pip did not report) leaves the folder exactly as it was, and nothing
     beside it."""
-    folder = tmp_path / "kits" / "gpu-check-kit"
-    folder.parent.mkdir()
-    if before == "empty":
-        folder.mkdir()
-    if before == "its own kit":
-        an_older_kit(folder)
+    folder = a_kit_folder(tmp_path, before)
     was = tree(folder.parent)
     pip = ("/bin/false" if fails == "at once" else
            fake_pip(tmp_path / "bin", fails.split()[0], says_nothing="unsaid" in fails))
@@ -344,12 +350,7 @@ def test_a_failed_prepare_leaves_the_folder_as_it_was(tmp_path, before, fails):
 
 @pytest.mark.parametrize("before", ["absent", "empty", "its own kit"])
 def test_a_complete_kit_takes_the_folders_place(tmp_path, before):
-    folder = tmp_path / "kits" / "gpu-check-kit"
-    folder.parent.mkdir()
-    if before == "empty":
-        folder.mkdir()
-    if before == "its own kit":
-        an_older_kit(folder)
+    folder = a_kit_folder(tmp_path, before)
     done = prepare(folder, pip=str(fake_pip(tmp_path / "bin")))
     assert done.returncode == 0, done.stderr[-3000:]
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]

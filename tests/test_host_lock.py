@@ -24,6 +24,7 @@ from conftest import (
     a_job_started,
     copy_workflow,
     crashing_python,
+    wait_for,
 )
 from d2lperf import hostlock
 
@@ -207,13 +208,6 @@ def test_a_lock_file_the_pipeline_creates_is_empty_and_readable_by_all(tmp_path)
     assert lock.read_bytes() == b""
 
 
-def wait_for(predicate, seconds: float = 120.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def hold(lock: Path, shared: bool) -> subprocess.Popen:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, ctrl_c_as_in_a_terminal
+from conftest import REPO, ctrl_c_as_in_a_terminal, wait_for
 from d2lperf import frameworks, hostlock
 
 SECTION = textwrap.dedent('''\
@@ -39,13 +39,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_for(predicate, seconds=120.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def section_with_a_child(tmp_path: Path):

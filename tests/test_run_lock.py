@@ -8,23 +8,21 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
-from conftest import SNAKEMAKE, a_job_started, copy_workflow, crashing_python
+from conftest import (
+    SNAKEMAKE,
+    a_job_started,
+    copy_workflow,
+    crashing_python,
+    wait_for,
+)
 from d2lperf import hostlock
 
 MACHINE = "run-lock-test"
 TARGET = f"results/{MACHINE}/machine.json"
 
 
-def wait_for(predicate, seconds: float = 300.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def snakemake_args(python: Path, *targets: str) -> list[str]:
@@ -73,7 +71,7 @@ def test_a_second_run_is_refused_even_once_snakemakes_locks_are_gone(tmp_path):
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  start_new_session=True)
         assert wait_for(lambda: log.exists() and "waiting for the host's timing lock"
-                        in log.read_text()), first.poll()
+                        in log.read_text(), seconds=300, poll=0.2), first.poll()
         # Another run in the checkout ends (here one with nothing to do): Snakemake 9 then
         # removes every run's locks under .snakemake/locks/, the first's too.
         ended = subprocess.run(snakemake_args(python, sections), cwd=work, env=env,
