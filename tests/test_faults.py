@@ -222,33 +222,28 @@ def test_a_failed_report_keeps_the_previous_report_and_tables(tmp_path, experime
     machine = results / "machine.json"
     good = machine.read_text()
 
-    def run() -> subprocess.CompletedProcess:
-        return subprocess.run([str(SNAKEMAKE), *args], cwd=work, capture_output=True,
+    def fails(step: str, says: str) -> None:
+        """The run fails at ``step``, whose log starts with ``says``; nothing kept changes."""
+        done = subprocess.run([str(SNAKEMAKE), *args], cwd=work, capture_output=True,
                               text=True, timeout=900, env=env)
+        assert done.returncode != 0, done.stderr[-3000:]
+        log = (results / f"logs/{step}.log").read_text()
+        assert log.startswith(says), log
+        assert "Traceback" not in log
+        assert {path: digest(path) for path in kept} == before
 
     # machine.json is read by the report alone: the report fails
     machine.write_text('{"cpu": "x", "gpus": []}')
-    done = run()
-    assert done.returncode != 0, done.stderr[-3000:]
-    log = (results / "logs/report.log").read_text()
-    assert log.startswith(f"error: results/{CI_MACHINE}/machine.json: not a machine record: "
-                          "field 'cpu': 'x' is not of type 'object'. The report was not "
-                          "written"), log
-    assert "Traceback" not in log
-    assert {path: digest(path) for path in kept} == before
+    fails("report", f"error: results/{CI_MACHINE}/machine.json: not a machine record: "
+                    "field 'cpu': 'x' is not of type 'object'. The report was not written")
 
     # a run record no step can read: summarise fails, and the report does not run
     machine.write_text(good)
     sidecar = results / "hybridize/run.json"
     sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "started": 5}))
-    done = run()
-    assert done.returncode != 0, done.stderr[-3000:]
-    log = (results / "logs/summarise.log").read_text()
-    assert log.startswith(f"error: results/{CI_MACHINE}/hybridize/run.json: not a run record: "
-                          "field 'started': 5 is not of type 'string'. The tables were not "
-                          "written"), log
-    assert "Traceback" not in log
-    assert {path: digest(path) for path in kept} == before
+    fails("summarise", f"error: results/{CI_MACHINE}/hybridize/run.json: not a run record: "
+                       "field 'started': 5 is not of type 'string'. The tables were not "
+                       "written")
 
 
 def test_a_section_killed_keeps_its_earlier_samples_and_the_report_says_so(

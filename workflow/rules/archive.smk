@@ -42,7 +42,7 @@ rule archive:
             f"{os.path.basename(lock)}={lock}" for lock in input.locks
         ],
     message:
-        "Archiving this machine's results: {output}"
+        f"Archiving this machine's results: archives/{RESULTS_ID}.tar.gz"
     shell:
         "{params.py:q} {input.script:q} --results {params.results:q}"
         " --extra {params.extra:q} --out {output:q} > {log:q} 2>&1"

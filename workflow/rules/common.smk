@@ -249,8 +249,10 @@ def section_threads(section):
 
 def timing_message(section, framework):
     """What a timing job says on the console when it starts: what it times, that nothing
-    runs beside it, and how long it may take (its budget of measuring, else the time limit
-    its cluster job asks for); its progress follows, a line per process or epoch."""
+    runs beside it, how long it may take (its budget of measuring, else the time limit its
+    cluster job asks for) and its log; its progress follows, a line per process or epoch.
+    Paths are written out, not left to Snakemake's placeholders: a message is printed,
+    never run, and machine ids hold no braces."""
     entry = SECTION_TABLE.SECTIONS[section]
     budget = for_framework(PRESET[section], framework).get("budget_seconds")
     limit = (
@@ -258,7 +260,7 @@ def timing_message(section, framework):
     )
     return (
         f"{entry.title}, {FRAMEWORK[framework].label}: timing alone on this machine, "
-        f"{limit}; log: {{log}}"
+        f"{limit}; log: {RESULTS}/logs/{rule_name(section, framework)}.log"
     )
 
 

@@ -154,7 +154,7 @@ rule report:
         comparison=comparison_args,
         kept=kept_args,
     message:
-        "Writing the report, {output}"
+        f"Writing the report, {RESULTS}/report.html"
     shell:
         "{params.py:q} {input.script:q} --machine {input.machine:q}"
         " --summary {input.summary:q} --outputs {input.outputs:q}"
