@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from conftest import EXPERIMENT_PYTHON, copy_workflow, snakemake  # noqa: E402
 
 TORCH_PYTHON = REPO / ".venv-torch/bin/python"
-from d2lperf.stats import Stats  # noqa: E402
+from d2lperf.describe import Stats  # noqa: E402
 from d2lperf.timing import measure  # noqa: E402
 
 MACHINE = "bench"
@@ -49,7 +49,7 @@ WAITALL_HARNESS = f"""
 import sys; sys.path.insert(0, {str(REPO / 'scripts')!r})
 from mxnet import nd
 from d2lperf.timing import measure
-from d2lperf.stats import Stats
+from d2lperf.describe import Stats
 print(Stats(measure(lambda: None, nd.waitall, warmup=100, repeats={HARNESS_CALLS})).median)
 """
 

@@ -177,6 +177,28 @@ def run_section(python: Path, script: str, out: Path, *args: str, timeout: int =
                       "--sidecar", str(out / "run.json"), timeout=timeout, env=env)
 
 
+def measure(python: Path, script: Path | str, *args: str, section: str | None = None,
+            framework: str | None = None, timeout: int = 600,
+            env: dict[str, str] | None = None, **popen) -> subprocess.CompletedProcess:
+    """A section measured as its rule measures it: the manager (scripts/measure.py, in this,
+    the workflow's interpreter) running the worker ``script`` (under scripts/, or a path)
+    with ``python``; its section and framework from the script's path
+    (``sections/<framework>/<section>.py``) unless given."""
+    path = Path(script) if Path(script).is_absolute() else REPO / "scripts" / script
+    command = [sys.executable, str(REPO / "scripts/measure.py"),
+               "--section", section or path.stem, "--framework", framework or path.parent.name,
+               "--python", str(python), "--script", str(path), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
+                          **popen)
+
+
+def measure_section(python: Path, script: str, out: Path, *args: str, timeout: int = 600,
+                    env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``measure`` a section into out/samples.csv and out/run.json."""
+    return measure(python, script, *args, "--csv", str(out / "samples.csv"),
+                   "--sidecar", str(out / "run.json"), timeout=timeout, env=env)
+
+
 def read_rows(out: Path) -> list[dict[str, str]]:
     with open(out / "samples.csv", newline="") as handle:
         return list(csv.DictReader(handle))

@@ -6,7 +6,7 @@ queueing by far, small enough for seconds)."""
 import pytest
 
 from conftest import SINGLE_PROCESS, read_rows, read_run, run_script, run_section, samples_by_case
-from d2lperf.stats import Stats
+from d2lperf.describe import Stats
 
 CASES = ["dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read", "dot_waitall",
          "dot_asscalar", "dot_asnumpy", "add_loop_synchronous", "add_loop_asynchronous"]

@@ -1,4 +1,5 @@
-"""d2lperf.harness: the fresh-process orchestration every repeated section goes through."""
+"""d2lperf.manager and d2lperf.harness: a section's worker in fresh processes, started by
+its manager, and a worker run by hand on its own."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, measure
 
 SECTION = textwrap.dedent('''\
     import sys
@@ -34,10 +35,9 @@ def run_toy(tmp_path: Path, skip: bool, *options: str) -> tuple[dict, list[str]]
     script = tmp_path / "toy.py"
     script.write_text(SECTION.format(scripts=str(REPO / "scripts"), started=str(started),
                                      skip=skip))
-    done = subprocess.run(
-        [sys.executable, str(script), "--csv", str(tmp_path / "s.csv"), "--sidecar",
-         str(tmp_path / "run.json"), "--repeats", "1", "--probe-seconds", "0.01", *options],
-        capture_output=True, text=True, timeout=300)
+    done = measure(sys.executable, script, "--csv", str(tmp_path / "s.csv"), "--sidecar",
+                   str(tmp_path / "run.json"), "--repeats", "1", "--probe-seconds", "0.01",
+                   *options, section="toy", framework="pytorch", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((tmp_path / "run.json").read_text()), started.read_text().split()
 

@@ -1,7 +1,9 @@
-"""The library in layers: no module of the project imports, directly or through others,
-a module that imports it back; the leaves (errors, argument types, the tables of sections
-and frameworks) import nothing of the library above them; the report's parts
-(d2lperf.report) are the top layer, which nothing below imports; one version of each twin."""
+"""The library in layers, as docs/design.md's table draws them ("The library in layers"):
+every module is in the table once, every import goes down a layer, a worker reaches
+nothing of the judging half (nor scipy or pandas), no import cycle; the leaves (errors,
+argument types, the tables of sections and frameworks) import nothing of the library
+above them; the report's parts (d2lperf.report) are the top layer, which nothing below
+imports; one version of each twin."""
 
 from __future__ import annotations
 
@@ -82,6 +84,100 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
             if found:
                 return found
     return None
+
+
+DESIGN = REPO / "docs/design.md"
+JUDGING_PACKAGES = {"scipy", "pandas", "matplotlib", "jsonschema", "jinja2"}
+
+
+def layer_table(text: str) -> dict[str, tuple[int, str]]:
+    """The design document's table of layers: each module's (layer, half), the half
+    ``measuring`` or ``judging``; a row without a layer number continues the one above."""
+    block = text.split("## The library in layers", 1)[1].split("```")[1]
+    found: dict[str, tuple[int, str]] = {}
+    layer = None
+    for line in block.splitlines()[2:]:
+        cells = [cell.strip() for cell in line.split("|")]
+        if len(cells) != 3:
+            continue
+        if cells[0]:
+            layer = int(cells[0])
+        for half, names in zip(("measuring", "judging"), cells[1:]):
+            for name in names.split():
+                assert name not in found, f"{name} is in the table twice"
+                found[name] = (layer, half)
+    return found
+
+
+def going_up(edges: dict[str, set[str]], table: dict[str, tuple[int, str]]) -> list[str]:
+    """The imports that do not go down a layer."""
+    return sorted(f"{m} (layer {table[m][0]}) imports {n} (layer {table[n][0]})"
+                  for m, found in edges.items() for n in found if table[n][0] >= table[m][0])
+
+
+def reachable(edges: dict[str, set[str]], start: set[str]) -> set[str]:
+    seen, todo = set(), list(start)
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo += edges.get(node, ())
+    return seen
+
+
+def third_party(path: Path) -> set[str]:
+    """The top-level packages a file imports (anywhere in it)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def worker_modules() -> set[str]:
+    """Every module of the library a section script (a worker) imports, through others."""
+    start = set()
+    for script in (REPO / "scripts/sections").glob("*/*.py"):
+        start |= imports(script) & set(module_paths())
+    return reachable(graph(), start)
+
+
+def test_every_module_is_in_the_design_documents_table_of_layers_once():
+    table = layer_table(DESIGN.read_text(encoding="utf-8"))
+    assert set(table) == set(module_paths()), (
+        f"missing from the table: {sorted(set(module_paths()) - set(table))}; "
+        f"in the table, not in the code: {sorted(set(table) - set(module_paths()))}")
+
+
+def test_every_import_goes_down_a_layer():
+    assert going_up(graph(), layer_table(DESIGN.read_text(encoding="utf-8"))) == []
+
+
+def test_the_layer_check_catches_an_import_that_goes_up():
+    table = {"results": (1, "measuring"), "harness": (2, "measuring"),
+             "timing": (0, "measuring")}
+    assert going_up({"results": {"harness", "timing"}, "harness": {"results"}, "timing": set()},
+                    table) == ["results (layer 1) imports harness (layer 2)"]
+    assert going_up({"results": {"results"}}, table)  # its own layer is not below it
+
+
+def test_a_worker_imports_nothing_that_judges():
+    """The section scripts (workers, in the frameworks' environments) reach only the
+    measuring half: no claim, no comparison statistics, no stages, no scipy or pandas."""
+    table = layer_table(DESIGN.read_text(encoding="utf-8"))
+    reached = worker_modules()
+    assert {"harness", "timing", "results", "mxnet", "torch", "memory"} <= reached
+    judging = sorted(m for m in reached if table[m][1] != "measuring")
+    assert judging == [], f"a worker imports the judging half: {judging}"
+    paths = module_paths()
+    heavy = {m: sorted(third_party(paths[m]) & JUDGING_PACKAGES) for m in reached}
+    assert not {m: found for m, found in heavy.items() if found}
+    # and the half the table calls measuring is what a worker may import: nothing there
+    # imports the judging half either
+    measuring = {m for m, (_, half) in table.items() if half == "measuring"}
+    assert reachable(graph(), measuring) <= measuring
 
 
 def test_the_cycle_finder_finds_one():

@@ -49,7 +49,9 @@ def section_with_a_child(tmp_path: Path):
     temp = tmp_path / "tmp"
     temp.mkdir(exist_ok=True)
     section = subprocess.Popen(
-        [sys.executable, str(script), "--csv", str(tmp_path / "s.csv"), "--sidecar",
+        [sys.executable, str(REPO / "scripts/measure.py"), "--section", "toy", "--framework",
+         "pytorch", "--python", sys.executable, "--script", str(script),
+         "--csv", str(tmp_path / "s.csv"), "--sidecar",
          str(tmp_path / "run.json"), "--processes", "2", "--repeats", "1",
          "--probe-seconds", "0.01"],
         env={**os.environ, "TMPDIR": str(temp),

@@ -9,7 +9,15 @@ import re
 
 import pytest
 
-from conftest import REPO, from_the_ci_run, read_rows, read_run, run_program, run_section
+from conftest import (
+    REPO,
+    from_the_ci_run,
+    measure_section,
+    read_rows,
+    read_run,
+    run_program,
+    run_section,
+)
 from d2lperf import sections as section_table
 from d2lperf import tables
 
@@ -406,7 +414,8 @@ def test_auto_parallelism_on_gpu_without_one_is_skipped(torch_python, tmp_path):
 
 def test_small_ops_parallel_has_the_mxnet_twins_cases_in_fresh_processes(torch_python,
                                                                           tmp_path):
-    done = run(torch_python, "small_ops_parallel", tmp_path, "--size", "500", "--warmup", "1",
+    done = measure_section(torch_python, section("small_ops_parallel"), tmp_path, "--size", "500",
+                           "--warmup", "1",
                "--repeats", "3", "--processes", "2", "--threads", "1",
                "--budget-seconds", "0.01")  # one stage (test_stages tests the stages)
     assert done.returncode == 0, done.stderr

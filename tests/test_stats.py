@@ -6,19 +6,18 @@ import numpy as np
 import pytest
 
 from d2lperf import stats
+from d2lperf.describe import Stats
 from d2lperf.stats import (
     FASTER,
     SAME,
     SLOWER,
     UNSURE,
-    Stats,
     bootstrap_medians,
     bootstrap_ratio_interval,
     classify,
     crossover_estimate,
     log_ratio_interval,
     ratio_interval,
-    t_quantile,
 )
 
 
@@ -100,11 +99,13 @@ def test_bootstrap_ratio_interval_hand_computed_two_processes():
     assert found == (2.0, 1.0, 3.0)
 
 
-def test_t_quantiles_against_the_tables():
-    for p, df, table in ((0.975, 1, 12.706), (0.975, 3, 3.182), (0.975, 7, 2.365),
-                         (0.995, 3, 5.841), (0.975, 1000, 1.962)):
-        assert t_quantile(p, df) == pytest.approx(table, abs=1e-3)
-    assert t_quantile(0.025, 3) == pytest.approx(-3.182, abs=1e-3)
+def test_an_estimates_interval_is_students_t_from_the_tables():
+    # half-widths of a mean with standard error 1: t quantiles as the printed tables give
+    for df, table in ((1, 12.706), (3, 3.182), (7, 2.365)):
+        _, low, high = stats.Estimate(0.0, 1.0, df, log=False).interval(0.95)
+        assert (low, high) == (pytest.approx(-table, abs=1e-3), pytest.approx(table, abs=1e-3))
+    assert stats.Estimate(0.0, 1.0, 3, log=False).p_value(-3.182, above=True) == \
+        pytest.approx(0.025, abs=1e-4)
 
 
 def test_ratio_interval_hand_computed_t_on_per_process_log_ratios():

@@ -62,7 +62,7 @@ def usage_error(message: str) -> None:
     raise SystemExit(2)
 
 
-# The stages' defaults for a script run by hand: the documents' preset's budget and band.
+# The manager's defaults (d2lperf.manager): the documents' preset's budget and band.
 DEFAULT_BUDGET_S = 180.0
 DEFAULT_BAND = 0.05
 
@@ -97,20 +97,12 @@ def parser(description: str, *, repeated: bool = True,
         timing.add_argument("--repeats", type=positive_int, default=5,
                             help="rounds per process: timed runs of every case, side by side; "
                                  "every one is kept (default: 5)")
-        timing.add_argument("--processes", type=positive_int, default=1,
-                            help="fresh processes the rounds run in, one after the other "
-                                 "(default: 1)")
-        timing.add_argument("--budget-seconds", type=positive_float, default=DEFAULT_BUDGET_S,
-                            help="seconds the section may spend on further stages of "
-                                 "processes while its comparisons are undecided (default: "
-                                 f"{DEFAULT_BUDGET_S:g})")
-        timing.add_argument("--band", type=positive_fraction, default=DEFAULT_BAND,
-                            help="practical band the stages decide against "
-                                 f"(default: {DEFAULT_BAND:g})")
         timing.add_argument("--seed", type=non_negative_int, default=0,
                             help="seed of the shuffled order of the cases (default: 0)")
-        timing.add_argument("--process", type=non_negative_int, default=None,
-                            help=argparse.SUPPRESS)  # set for its children by --processes
+    # which fresh process of its section this is: set by the manager (d2lperf.manager),
+    # which then holds the host's lock and measures the machine's steadiness itself
+    timing.add_argument("--process", type=non_negative_int, default=None,
+                        help=argparse.SUPPRESS)
     return p
 
 

@@ -1,118 +1,20 @@
-"""Statistics of timing samples: samples in, every statistic a small property."""
+"""Comparisons measured side by side: the estimates, intervals and p-values the claims
+are judged by (``d2lperf.claims``), with Student's t from ``scipy.stats``.
+
+Workflow environment only (scipy): the manager and the report's steps import it, never a
+worker (the one-case statistics a worker prints are ``d2lperf.describe``'s)."""
 
 from __future__ import annotations
 
 import math
-import random
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 from d2lperf import timing
-
-NOISY_RELATIVE_IQR = 0.10  # a spread over 10% of the median is marked noisy
-BOOTSTRAP_RESAMPLES = 2000
-
-
-class Stats:
-    """Summary statistics of one case's raw samples.
-
-    Quartiles use linear interpolation between order statistics (the 'inclusive'
-    method, numpy's default), so q1 and q3 of a single sample equal that sample.
-    """
-
-    def __init__(self, samples: Iterable[float]) -> None:
-        values = [float(v) for v in samples]
-        if not values:
-            raise ValueError("Stats needs at least one sample")
-        if any(math.isnan(v) for v in values):
-            raise ValueError("Stats got a NaN sample")
-        self.samples = sorted(values)
-
-    @property
-    def count(self) -> int:
-        return len(self.samples)
-
-    @property
-    def min(self) -> float:
-        return self.samples[0]
-
-    @property
-    def max(self) -> float:
-        return self.samples[-1]
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.samples)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def stddev(self) -> float:
-        return statistics.stdev(self.samples) if self.count > 1 else 0.0
-
-    @cached_property
-    def _quartiles(self) -> tuple[float, float]:
-        if self.count == 1:
-            return self.samples[0], self.samples[0]
-        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
-        return q1, q3
-
-    @property
-    def q1(self) -> float:
-        return self._quartiles[0]
-
-    @property
-    def q3(self) -> float:
-        return self._quartiles[1]
-
-    @property
-    def iqr(self) -> float:
-        return self.q3 - self.q1
-
-    @property
-    def relative_iqr(self) -> float:
-        """IQR as a fraction of the median: the spread a reader compares across cases."""
-        return self.iqr / self.median if self.median else math.inf
-
-    @property
-    def outliers(self) -> list[float]:
-        """Samples beyond Tukey's fences (1.5 IQR outside the quartiles)."""
-        low, high = self.q1 - 1.5 * self.iqr, self.q3 + 1.5 * self.iqr
-        return [v for v in self.samples if v < low or v > high]
-
-    @property
-    def noisy(self) -> bool:
-        return self.relative_iqr > NOISY_RELATIVE_IQR
-
-    @cached_property
-    def median_ci(self) -> tuple[float, float]:
-        """Bootstrap 95% interval of the median (percentile method; a fixed seed makes
-        the same samples give the same interval)."""
-        if self.count == 1:
-            return self.samples[0], self.samples[0]
-        rng = random.Random(0)
-        medians = sorted(
-            statistics.median(rng.choices(self.samples, k=self.count))
-            for _ in range(BOOTSTRAP_RESAMPLES)
-        )
-        low = medians[int(0.025 * BOOTSTRAP_RESAMPLES)]
-        high = medians[int(0.975 * BOOTSTRAP_RESAMPLES) - 1]
-        return low, high
-
-    def as_dict(self) -> dict[str, float | int | bool]:
-        names = ("count", "min", "q1", "median", "q3", "max", "iqr", "mean", "stddev")
-        values: dict[str, float | int | bool] = {name: getattr(self, name) for name in names}
-        values["ci_low"], values["ci_high"] = self.median_ci
-        values["outliers"] = len(self.outliers)
-        values["noisy"] = self.noisy
-        return values
-
+from d2lperf.describe import BOOTSTRAP_RESAMPLES
 
 # --- Comparisons measured side by side (docs/design.md, "Measured side by side") ---------
 #
@@ -128,35 +30,6 @@ class Stats:
 
 Groups = Mapping[object, Sequence[float]]  # one case's samples, by the process they came from
 CONFIDENCE = 0.95
-
-
-def t_cdf(x: float, df: float) -> float:
-    """Student's t distribution function (no scipy here): Simpson's rule on the density
-    from 0 to x, exact to ~1e-7 for the few degrees of freedom processes give."""
-    if x < 0:
-        return 1 - t_cdf(-x, df)
-    scale = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
-    grid = np.linspace(0.0, x, 2001)
-    pdf = scale * (1 + grid**2 / df) ** (-(df + 1) / 2)
-    h = x / 2000
-    return float(min(1.0, 0.5 + h / 3 * (pdf[0] + pdf[-1] + 4 * pdf[1:-1:2].sum()
-                                          + 2 * pdf[2:-1:2].sum())))
-
-
-@lru_cache(maxsize=256)
-def t_quantile(p: float, df: float) -> float:
-    """Student's t quantile: bisection on ``t_cdf``."""
-    if not 0 < p < 1 or df <= 0:
-        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got {p}, {df}")
-    if p < 0.5:
-        return -t_quantile(1 - p, df)
-    low, high = 0.0, 1.0
-    while t_cdf(high, df) < p:
-        high *= 2
-    for _ in range(60):
-        middle = (low + high) / 2
-        low, high = (middle, high) if t_cdf(middle, df) < p else (low, middle)
-    return (low + high) / 2
 
 
 @dataclass(frozen=True)
@@ -176,7 +49,7 @@ class Estimate:
         return math.exp(x) if self.log else x
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-        half = t_quantile(1 - (1 - confidence) / 2, self.df) * self.se if self.se > 0 else 0.0
+        half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, self.df) * self.se if self.se > 0 else 0.0
         return self._back(self.mean), self._back(self.mean - half), self._back(self.mean + half)
 
     def p_value(self, edge: float, above: bool) -> float:
@@ -185,7 +58,7 @@ class Estimate:
         distance = (self.mean - self._scale(edge)) * (1 if above else -1)
         if self.se == 0:
             return 0.0 if distance > 0 else 1.0
-        return t_cdf(-distance / self.se, self.df)
+        return float(scipy_stats.t.cdf(-distance / self.se, self.df))
 
     def projected(self, now: int, then: int, shift: float = 0.0) -> Estimate:
         """This estimate from ``now`` processes as it would read from ``then`` (the same

@@ -24,7 +24,7 @@ def dot_flops(n: int) -> float:
 def record_rate(rec: Any, case: str, amount: float, unit: str, seconds: list[float],
                 devices: str) -> None:
     """A ceiling's raw times, and the rate each one gives (both frameworks' ceilings)."""
-    from d2lperf.stats import Stats
+    from d2lperf.describe import Stats
 
     rates = [amount / s / 1e9 for s in seconds]
     rec.samples(case, "time", "s", seconds, devices=devices)

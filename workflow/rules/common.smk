@@ -155,6 +155,10 @@ CONDA_ENV = {name: f"../../{f.environment}" for name, f in FRAMEWORK.items()}
 EXPERIMENT_PY = INTERPRETER[DOCUMENTS]
 EXPERIMENT_ENV = CONDA_ENV[DOCUMENTS]
 WORKFLOW_PY = "python" if USING_CONDA else sys.executable
+# A section's manager (scripts/measure.py: it starts the framework's interpreter, and
+# judges with scipy) runs in Snakemake's own interpreter, under conda too, where `python`
+# is the framework's (docs/design.md, "Worker and manager").
+MANAGER_PY = sys.executable
 WORKFLOW_ENV = "../../envs/workflow.yaml"
 # The frameworks whose section scripts run, each in its own interpreter. A BLAS variant
 # swaps the documents' framework's BLAS only (LD_PRELOAD): any other's would be the stock

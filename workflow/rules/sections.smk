@@ -1,7 +1,8 @@
 # One rule per section of the chapter and framework, named after it (`snakemake --forcerun
 # hybridize` for the documents' framework's, `hybridize_<framework>` for a twin). Each calls
-# scripts/sections/<framework>/<section>.py in that framework's environment with explicit
-# arguments from the preset, holds the whole machine lock while it times, and
+# the manager (scripts/measure.py), which runs scripts/sections/<framework>/<section>.py
+# in that framework's environment with explicit arguments from the preset, in fresh
+# processes, and judges its stages; the job holds the whole machine lock while it times, and
 # records a failure instead of losing the other sections' results. The console shows each
 # job's message and a long section's progress (fd 3: d2lperf.progress); everything the
 # script prints goes to its log.
@@ -86,13 +87,16 @@ for section, framework in JOBS:
             args=section_args(section, framework),
             environment=job_environment(section, framework),
             workflow_py=WORKFLOW_PY,
+            manager_py=MANAGER_PY,
         message:
             timing_message(section, framework)
         # A failed script still leaves a run record the report shows, with its log; an
         # interrupted one (Ctrl-C, SIGTERM) fails the job and keeps the previous results.
         shell:
             "env {params.environment:q} D2LPERF_PROGRESS_FD=3"
-            " {params.py:q} {input.script:q} {params.args:q}"
+            " {params.manager_py:q} scripts/measure.py --section {params.section:q}"
+            " --framework {params.framework:q} --python {params.py:q}"
+            " --script {input.script:q} {params.args:q}"
             " --csv {output.csv:q} --sidecar {output.sidecar:q} 3>&2 > {log:q} 2>&1"
             " || {params.workflow_py:q} scripts/record_failure.py"
             " --section {params.section:q} --framework {params.framework:q}"

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home o
 from d2lperf import harness, timing, training
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
-from d2lperf.stats import Stats
+from d2lperf.describe import Stats
 
 
 def residual_class():

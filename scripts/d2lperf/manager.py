@@ -1,0 +1,190 @@
+"""The manager of a section's measurement (docs/design.md, "Worker and manager").
+
+A section script is a worker: in its framework's environment it measures and writes
+samples and a run record, and nothing it imports judges a claim. This module, in the
+workflow's environment (modern numpy and scipy), is the manager: it holds the host's
+timing lock, measures how steady the machine is before and after, starts the worker in
+fresh processes, one after the other, in the stages of ``d2lperf.stages`` (which judge
+the section's claims after each stage, as the report will), and writes the section's
+samples and run record from the workers'. With one process (``--processes 1``: the
+training sections, or a preset that asks for one) it runs the worker once, no stages.
+
+Its own options are the ones that shape the measurement as a whole (``--processes``,
+``--budget-seconds``, ``--band``); the outputs, threads and probe length are the
+worker's too; every other option goes to the worker as it is. The worker's run record
+carries the manager's options in its ``parameters`` (``processes``, ``budget_seconds``,
+``band``: what was asked, beside what ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from d2lperf import children, hostlock, progress, stages, steadiness
+from d2lperf.arguments import (
+    DEFAULT_BAND,
+    DEFAULT_BUDGET_S,
+    positive_float,
+    positive_fraction,
+    positive_int,
+)
+from d2lperf.frameworks import REGISTRY
+from d2lperf.results import COLUMNS, read_json, write_csv, write_json
+
+STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after: 5)
+MANAGER_OPTIONS = ("processes", "budget_seconds", "band")  # added to the worker's parameters
+
+
+class WorkerFailed(Exception):
+    """A worker process ended non-zero: the section ends with its exit code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Measure one section: its worker script in fresh processes, in stages "
+                    "until its claims are decided or its budget is spent. Options not "
+                    "listed here go to the worker.")
+    p.add_argument("--section", required=True, help="the section (its rule's name)")
+    p.add_argument("--framework", required=True, choices=sorted(REGISTRY))
+    p.add_argument("--script", required=True, type=Path, help="the section's worker script")
+    p.add_argument("--python", help="the framework's interpreter (default: the registry's)")
+    p.add_argument("--csv", required=True, help="tidy CSV of raw samples to write")
+    p.add_argument("--sidecar", required=True, help="JSON run record to write")
+    p.add_argument("--threads", type=positive_int, default=1,
+                   help="OpenMP/BLAS threads of the worker and the probe (default: 1)")
+    p.add_argument("--probe-seconds", type=positive_float, default=0.2,
+                   help="length of the steadiness probe run before and after (default: 0.2)")
+    p.add_argument("--processes", type=positive_int, default=None,
+                   help="fresh processes of the first stage (default: 1, no stages)")
+    p.add_argument("--budget-seconds", type=positive_float, default=None,
+                   help="seconds the section may spend on further stages while its claims "
+                        f"are undecided (default: {DEFAULT_BUDGET_S:g})")
+    p.add_argument("--band", type=positive_fraction, default=None,
+                   help=f"practical band the stages decide against (default: {DEFAULT_BAND:g})")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, worker_args = parser().parse_known_args(argv)
+    python = args.python or REGISTRY[args.framework].default_interpreter
+    progress.introduce(args.section, REGISTRY[args.framework].label)
+    lock = hostlock.acquire(args.section)
+    try:
+        before = steadiness.snapshot(args.probe_seconds, threads=args.threads)
+        worker = Worker(python, args, worker_args)
+        if (args.processes or 1) > 1:
+            record, rows = _run_stages(args, worker, before)
+        else:
+            with children.temporary_folder(f"{args.section}-processes-") as tmp:
+                record, rows = worker.run(Path(tmp), 0)
+        record["parameters"] = {**record.get("parameters", {}), **{
+            key: getattr(args, key) for key in MANAGER_OPTIONS
+            if getattr(args, key) is not None}}
+        after = steadiness.snapshot(args.probe_seconds, threads=args.threads)
+        record["steadiness"] = steadiness.summary(before, after)
+    except WorkerFailed as failed:
+        print(failed, file=sys.stderr, flush=True)
+        return failed.code
+    finally:
+        hostlock.release(lock)
+    write_csv(args.csv, [{column: row.get(column, "") for column in COLUMNS} for row in rows])
+    write_json(args.sidecar, record)
+    return 0
+
+
+class Worker:
+    """The section's script in its framework's interpreter, one fresh process per call."""
+
+    def __init__(self, python: str, args: argparse.Namespace, worker_args: list[str]) -> None:
+        self.command = [python, str(args.script), *worker_args,
+                        "--threads", str(args.threads),
+                        "--probe-seconds", str(args.probe_seconds)]
+        self.section = args.section
+        self.processes = args.processes or 1
+
+    def run(self, tmp: Path, index: int) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """Process ``index``: its run record and its rows. A process that fails ends the
+        section with its exit code (a usage error stays a usage error)."""
+        csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
+        command = [*self.command, "--process", str(index),
+                   "--csv", str(csv_path), "--sidecar", str(sidecar)]
+        done = subprocess.run(command, check=False, preexec_fn=children.die_with_parent)
+        if done.returncode != 0:
+            code = done.returncode if done.returncode > 0 else 128 - done.returncode
+            raise WorkerFailed(code, f"{self.section}: process {index + 1} of "
+                                     f"{self.processes} failed with exit code {code}")
+        with open(csv_path, newline="", encoding="utf-8") as handle:
+            return read_json(sidecar), list(csv.DictReader(handle))
+
+
+def _run_stages(args: argparse.Namespace, worker: Worker,
+                before: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The worker in fresh processes, in the stages of ``d2lperf.stages`` (``--processes``
+    first, more while its claims are undecided and its budget allows); the first one's
+    record (parameters, outputs, build) is the section's, with every process's own
+    figures under ``processes`` and the stages under ``stages``. Only the pooled stages'
+    rows are the section's; a stage set aside (measured on a busy machine) keeps its rows
+    in its stage's entry. A process that skips (or refuses) ends the section there,
+    skipped: no other process is started."""
+    with children.temporary_folder(f"{args.section}-processes-") as tmp:
+        def spawn(first: int, count: int, room: stages.Room) -> stages.Stage:
+            return _run_stage(args, worker, Path(tmp), first, count, room)
+
+        done, pooled, staging = stages.run(
+            spawn, args.processes, section=args.section,
+            band=args.band or DEFAULT_BAND,
+            budget=args.budget_seconds or DEFAULT_BUDGET_S, threads=args.threads,
+            probe_s=statistics.median(before["probe_s"]))
+    records = [r for stage in done for r in stage.records]
+    rows = [row for stage, keep in zip(done, pooled) if keep for row in stage.rows]
+    for entry, stage, keep in zip(staging["history"], done, pooled):
+        if not keep:
+            entry["set_aside_rows"] = stage.rows
+    record = dict(records[0])
+    statuses = {r["status"] for r in records}
+    if statuses != {"ok"}:
+        record["status"] = next(s for s in ("refused", "skipped") if s in statuses)
+        rows = []
+    record["processes"] = [
+        {key: r.get(key) for key in ("pid", "started", "finished", "wall_seconds",
+                                     "peak_rss_mb", "load_average_at_start",
+                                     "load_average_at_end", "status")}
+        for r in records]
+    record["stages"] = staging
+    record["started"], record["finished"] = records[0]["started"], records[-1]["finished"]
+    record["wall_seconds"] = round(sum(r["wall_seconds"] for r in records), 3)
+    return record, rows
+
+
+def _run_stage(args: argparse.Namespace, worker: Worker, tmp: Path, first: int, count: int,
+               room: stages.Room) -> stages.Stage:
+    """Processes ``first`` to ``first + count - 1``, one after the other, while ``room``
+    allows the next, with the cores other programs used meanwhile and the threaded probe
+    after them."""
+    records, rows = [], []
+    window = steadiness.Window()
+    for index in range(first, first + count):
+        if records and not room(records):
+            print(f"{args.section}: no room for process {index + 1} in the budget", flush=True)
+            break
+        progress.say(f"process {index + 1} (stage of {first + 1}-{first + count})")
+        record, found = worker.run(tmp, index)
+        records.append(record)
+        rows += found
+        if record["status"] != "ok":
+            break  # skipped here means skipped in every process: the machine is the same
+    load = window.close()
+    probe = statistics.median(steadiness.probe(args.probe_seconds, STAGE_PROBE_REPEATS,
+                                               threads=args.threads))
+    return stages.Stage(records, rows, load, probe)
