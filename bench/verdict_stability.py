@@ -43,7 +43,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from d2lperf import claims, harness, steadiness  # noqa: E402
+from d2lperf import checks, claims, harness, steadiness  # noqa: E402
 from d2lperf.frameworks import REGISTRY  # noqa: E402
 from d2lperf.presets import cli_args, for_framework  # noqa: E402
 from d2lperf.sections import SECTIONS as SECTION_TABLE  # noqa: E402
@@ -63,7 +63,11 @@ def run_section(section: str, framework: str, python: Path, options: dict,
     script = REPO / "scripts/sections" / framework / f"{section}.py"
     out.mkdir(parents=True)
     extra = {"export_dir": out / "model"} if section == "hybridize" else {}
-    command = [str(python), str(script), *cli_args({**options, **extra}),
+    # measured as its rule measures it: the manager (this, the workflow's interpreter)
+    # running the section's worker in its framework's
+    command = [sys.executable, str(REPO / "scripts/measure.py"), "--section", section,
+               "--framework", framework, "--python", str(python), "--script", str(script),
+               *cli_args({**options, **extra}),
                "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json")]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
@@ -133,7 +137,7 @@ def tally(verdicts: list[dict], framework: str) -> dict:
     names = list(dict.fromkeys(n for run in verdicts for n in run
                                if n.startswith(f"{framework}/")))
     decisive, not_here, contradictions, pairs = {}, [], 0, {}
-    aa_names = {f"{framework}/{pair}" for pair, *_ in claims.AA_PAIRS}
+    aa_names = {f"{framework}/{pair}" for pair, *_ in checks.AA_PAIRS}
     for name in names:
         seen = [run[name] for run in verdicts if name in run]
         judged = [v for v in seen if v.verdict not in UNCOUNTED]
@@ -187,7 +191,7 @@ def print_mode(args: argparse.Namespace, found: dict, mode: str, width: float,
 
     print(f"\n== {mode}: A/A pairs (identical work under two labels)")
     for framework in args.frameworks:
-        for pair, *_ in claims.AA_PAIRS:
+        for pair, *_ in checks.AA_PAIRS:
             name = f"{framework}/{pair}"
             ratios = [f"{v[name].ratio:.3f} [{v[name].ratio_low:.3f}-{v[name].ratio_high:.3f}] "
                       f"{v[name].verdict}" for v in verdicts if name in v]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from d2lperf import claims, hostlock, workloads
+from d2lperf import claims, hostlock, verdicts, workloads
 from d2lperf.frameworks import DOCUMENTS  # older records' framework
 from d2lperf.harness import positive_fraction
 from d2lperf.results import FORMAT_VERSION, RecordError, read_run, write_text
@@ -196,7 +196,7 @@ def outputs_table(runs: Runs, reference: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def outputs_verdict(outputs: pd.DataFrame, framework: str) -> claims.Verdict:
+def outputs_verdict(outputs: pd.DataFrame, framework: str) -> verdicts.Verdict:
     """Whether this machine prints what the documents printed, where that is deterministic."""
     mine = outputs[outputs["framework"] == framework]
     compared = mine[mine["match"].isin(["yes", "no"])]
@@ -212,7 +212,7 @@ def outputs_verdict(outputs: pd.DataFrame, framework: str) -> claims.Verdict:
     if not designed.empty:
         evidence += ("; not compared, different by the framework's design: "
                      + ", ".join(designed["case"]))
-    return claims.Verdict("the documents' printed outputs are reproduced", "outputs_reproduced",
+    return verdicts.Verdict("the documents' printed outputs are reproduced", "outputs_reproduced",
                           "all", verdict, evidence, "each output's own rule (outputs table)",
                           framework=framework)
 

@@ -55,11 +55,11 @@ def load_bench():
 
 
 def test_the_tally_leaves_not_applicable_here_out_of_decisive_and_contradictions():
-    from d2lperf import claims
+    from d2lperf import verdicts
     bench = load_bench()
 
     def v(name, verdict, kind="claim", ratio=(0.5, 0.4, 0.6)):
-        return claims.Verdict("c", name, "s", verdict, "e", "r", kind=kind,
+        return verdicts.Verdict("c", name, "s", verdict, "e", "r", kind=kind,
                               framework="pytorch", ratio=ratio[0], ratio_low=ratio[1],
                               ratio_high=ratio[2])
 

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from d2lperf import claims
+from d2lperf import checks, claims
+from d2lperf import verdicts as verdict_words
 from d2lperf.tables import load_reference, summarise_samples
 
 REFERENCE = load_reference(REPO / "report/reference.csv")
@@ -309,13 +310,13 @@ def test_every_rule_holds_on_the_documents_own_figures():
 
 def test_holm_keeps_a_clear_verdict_and_turns_marginal_ones_inconclusive():
     def claim(name, verdict, p, ratio=0.5):
-        return claims.Verdict("c", name, "s", verdict, "e", "r", p_value=p, ratio=ratio)
+        return verdict_words.Verdict("c", name, "s", verdict, "e", "r", p_value=p, ratio=ratio)
 
     found = [claim("clear", "holds", 1e-6), claim("marginal", "does not hold", 0.01),
              claim("close", "holds", 0.009), claim("undecided", "inconclusive", float("nan")),
              claim("accuracy", "holds", float("nan"), float("nan")),
-             claims.Verdict("aa", "aa", "s", "holds", "e", "r", kind="check", p_value=0.5)]
-    claims.holm(found)
+             verdict_words.Verdict("aa", "aa", "s", "holds", "e", "r", kind="check", p_value=0.5)]
+    verdict_words.holm(found)
     verdicts = {v.name: v.verdict for v in found}
     # 4 claims judged on an interval: 1e-6 <= 0.025 / 4; then 0.009 > 0.025 / 3 stops:
     # it and 0.01 become inconclusive; the accuracy (no interval) and the check stay
@@ -323,7 +324,7 @@ def test_holm_keeps_a_clear_verdict_and_turns_marginal_ones_inconclusive():
                         "undecided": "inconclusive", "accuracy": "holds", "aa": "holds"}
     assert "not after the correction for the 4 claims judged" in found[1].evidence
     alone = [claim("marginal", "does not hold", 0.02)]
-    claims.holm(alone)
+    verdict_words.holm(alone)
     assert alone[0].verdict == "does not hold"  # one verdict: 0.02 <= 0.025
 
 
@@ -355,11 +356,11 @@ def test_holm_keeps_the_chance_of_any_wrong_decisive_verdict_in_a_run_small():
             estimate = stats.log_ratio_estimate(a, b)
             _, low, high = estimate.interval()
             faster = stats.classify(low, high, 0.05) == stats.FASTER
-            found.append(claims.Verdict("c", f"c{k}", "s", "holds" if faster else
+            found.append(verdict_words.Verdict("c", f"c{k}", "s", "holds" if faster else
                                         "inconclusive", "e", "r", ratio=estimate.interval()[0],
                                         p_value=estimate.p_value(0.95, False)))
         wrong["alone"] += any(v.verdict == "holds" for v in found)
-        claims.holm(found)
+        verdict_words.holm(found)
         wrong["holm"] += any(v.verdict == "holds" for v in found)
     assert wrong["alone"] / 400 > 0.12
     assert wrong["holm"] / 400 < 0.04, wrong
@@ -401,20 +402,20 @@ def test_holm_counts_a_staged_claims_p_once_per_planned_look():
 
 def test_the_stages_see_one_section_so_holm_asks_its_strictest_step_of_each_claim():
     def claim(name, p):
-        return claims.Verdict("c", name, "s", "holds", "e", "r", p_value=p, ratio=0.5)
+        return verdict_words.Verdict("c", name, "s", "holds", "e", "r", p_value=p, ratio=0.5)
 
     # alone, Holm's last step lets p = 0.02 pass; with 7 claims unseen it needs 0.025 / 8
     alone = [claim("a", 0.001), claim("b", 0.02)]
-    claims.holm(alone)
+    verdict_words.holm(alone)
     assert [v.verdict for v in alone] == ["holds", "holds"]
     staged = [claim("a", 0.001), claim("b", 0.02)]
-    claims.holm(staged, unseen=7)
+    verdict_words.holm(staged, unseen=7)
     assert [v.verdict for v in staged] == ["holds", "inconclusive"]
     assert "0.025 / 8" not in staged[1].evidence and "9 claims judged" in staged[1].evidence
 
 
 def test_steadiness_rule_describes_the_threaded_probe_and_the_stages_gate():
-    rule = claims.steadiness_check({}).rule
+    rule = checks.steadiness_check({}).rule
     assert "as many processes at once as the timing has threads" in rule
     assert "run queue" in rule and "measured again rather than pooled" in rule
     assert "single" not in rule

@@ -4,7 +4,6 @@ its manager, and a worker run by hand on its own."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 from pathlib import Path

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, measure
 from d2lperf import stages, stats, steadiness
 from d2lperf.configcheck import ConfigError, check_config
 from d2lperf.presets import for_framework
@@ -458,10 +458,9 @@ SECTION = textwrap.dedent('''\
 def run_section(tmp_path: Path, *args: str) -> dict:
     script = tmp_path / "toy.py"
     script.write_text(SECTION.format(scripts=str(REPO / "scripts")))
-    done = subprocess.run(
-        [sys.executable, str(script), "--csv", str(tmp_path / "s.csv"), "--sidecar",
-         str(tmp_path / "run.json"), "--repeats", "3", "--probe-seconds", "0.01", *args],
-        capture_output=True, text=True, timeout=300)
+    done = measure(sys.executable, script, "--csv", str(tmp_path / "s.csv"), "--sidecar",
+                   str(tmp_path / "run.json"), "--repeats", "3", "--probe-seconds", "0.01",
+                   *args, section="hybridize", framework="pytorch", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((tmp_path / "run.json").read_text())
 

@@ -38,12 +38,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from d2lperf import stats, steadiness
+from d2lperf import stats
 from d2lperf.applicability import EVERYWHERE, WHERE_WORK_IS_QUEUED, Where, where_words
+from d2lperf.checks import aa_checks, first_position_check, steadiness_check
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.measurements import (
     MIN_SAMPLES,
@@ -54,12 +55,23 @@ from d2lperf.measurements import (
     tail_of,
 )
 from d2lperf.sections import SECTIONS, SpeedClaim
+from d2lperf.verdicts import (  # noqa: F401  (the verdicts' words, read by the report here)
+    FAILS,
+    HOLDS,
+    HOLM_ALPHA,
+    MIXED,
+    NA,
+    NOT_HERE,
+    STAGED,
+    UNSURE,
+    Verdict,
+    holm,
+    to_decide,
+)
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: a section's process has none
     import pandas as pd
 
-HOLDS, FAILS, UNSURE, NA = "holds", "does not hold", "inconclusive", "not applicable"
-NOT_HERE, MIXED = "not applicable here", "mixed"
 OVERLAP_NEEDED = 0.5  # share of the shorter job hidden behind the longer one
 # "Returns at once": the call returns having taken under a quarter of the time still
 # left to wait for, so most of the work happens after it returned. A front end that
@@ -67,34 +79,7 @@ OVERLAP_NEEDED = 0.5  # share of the shorter job hidden behind the longer one
 # documents' own 0.0504 / 0.4571 = 0.11 holds with room.
 QUEUE_SHARE = 0.25
 ACCURACY_MARGIN = 0.05  # absolute test accuracy
-# A 95% interval clears an edge by chance at most 2.5% of the time; Holm's step-down
-# keeps the chance of any wrong decisive verdict among a framework's claims (over all the
-# looks of their sections) at that.
-HOLM_ALPHA = 0.025
 DEFAULT_BAND = 0.05
-
-
-@dataclass
-class Verdict:
-    claim: str
-    name: str
-    section: str
-    verdict: str
-    evidence: str
-    rule: str
-    kind: str = "claim"
-    framework: str = ""
-    effect: str = ""
-    ratio: float = float("nan")
-    ratio_low: float = float("nan")
-    ratio_high: float = float("nan")
-    applies: str = ""  # where the claim applies, in words
-    p_value: float = float("nan")  # chance alone giving this decisive verdict (holm)
-    finding: str = ""  # where it does not apply: what was measured anyway
-    document_verdict: str = ""  # the same rule applied to the documents' own figures
-    document_evidence: str = ""
-    document_by_variant: str = ""  # "Linux: holds; Windows 10: does not hold"
-    identical_work: bool = False  # an A/A check: the same work under two labels
 
 
 def _result(verdict: str, evidence: str, ratio: Ratio | None = None,
@@ -116,10 +101,6 @@ def _speed_claim(m: Measurements, section: str, fast: str, slow: str, label: str
     speedup = 1 / ratio.value if ratio.value else float("nan")
     return _result(verdict, f"{ratio.text(label)}: {speedup:.2f}× ({ratio.effect})", ratio,
                    ratio.p_value(m.edges))
-
-
-STAGED = ("95%, or for a section measured in stages each look's confidence (98.3% for "
-          "three looks)")
 
 
 def speed_rule(m: Measurements) -> str:
@@ -413,124 +394,6 @@ def documents_verdict(claim: Claim, reference: pd.DataFrame,
     return verdict, evidence, by_variant
 
 
-class AAPair(NamedTuple):
-    """An A/A pair: the same work under two labels, measured side by side. ``swapped``:
-    two copies of it that swap labels in every other process (``timing.aa_roles``),
-    judged as a crossover (``stats.crossover_estimate``)."""
-
-    name: str
-    section: str
-    case: str
-    other: str
-    swapped: bool = False
-
-
-AA_PAIRS = [
-    AAPair("aa_hybridize", "hybridize", "mlp_before_hybridize_twin", "mlp_before_hybridize",
-           swapped=True),
-    AAPair("aa_small_ops", "small_ops_parallel", "generate_y", "generate_x"),
-]
-
-
-def aa_checks(m: Measurements, section: str | None = None) -> list[Verdict]:
-    """The A/A pairs (of ``section``, or every one): identical work should read inside
-    the band, at the confidence its section's looks had."""
-    checks = []
-    for name, own, a, b, swapped in AA_PAIRS:
-        if section not in (None, own):
-            continue
-        ratio = m.ratio(own, a, b, swapped=swapped)
-        crossover = ("; the two copies swap labels in every other process, so the interval "
-                     "is a crossover's: what tells the copies apart is left out of the "
-                     "spread, the design balances it") if swapped else ""
-        rule = (f"the same work under two labels{crossover}; holds when its ratio's interval "
-                f"({STAGED}) lies wholly inside 1 ± {m.band:g}, does not hold when wholly "
-                "outside")
-        claim = f"identical work measured side by side ({own}: {a} vs {b})"
-        if ratio is None:
-            checks.append(Verdict(claim, name, own, NA,
-                                  m.missing(own) or "not measured", rule, "check",
-                                  identical_work=True))
-            continue
-        verdict = {stats.SAME: HOLDS, stats.UNSURE: UNSURE}.get(ratio.effect, FAILS)
-        apart = abs(ratio.value - 1)
-        checks.append(Verdict(
-            claim, name, own, verdict,
-            f"identical work measured {apart:.1%} apart: {ratio.text(f'{a}/{b}')}", rule,
-            "check", effect=ratio.effect, ratio=ratio.value, ratio_low=ratio.low,
-            ratio_high=ratio.high, identical_work=True))
-    return checks
-
-
-def first_position_ratios(samples: pd.DataFrame) -> list[float]:
-    """For every process of a side-by-side comparison with 2+ rounds: the case that led
-    the process (round 0, position 0) against its own median in its later rounds."""
-    import pandas as pd
-    compared = samples[pd.to_numeric(samples.get("position"), errors="coerce").notna()]
-    ratios = []
-    for _, process in compared.groupby(["framework", "section", "process"]):
-        position = pd.to_numeric(process["position"])
-        leads = process[(process["repeat"] == 0) & (position == 0)]
-        for case in leads["case"].unique():
-            rest = process[(process["case"] == case) & (process["repeat"] > 0)]["value"]
-            if len(rest):
-                ratios.append(float(leads[leads["case"] == case]["value"].iloc[0]
-                                    / np.median(rest)))
-    return ratios
-
-
-def first_position_check(samples: pd.DataFrame, band: float) -> Verdict:
-    ratios = first_position_ratios(samples)
-    rule = ("the case that leads its process against its own median in the later rounds, "
-            "median over every process with a 95% bootstrap interval; holds (no penalty) "
-            f"when the interval lies wholly inside 1 ± {band:g}")
-    claim = "a case measured first in its process is not slower"
-    if len(ratios) < MIN_SAMPLES:
-        return Verdict(claim, "first_position_effect", "all", NA,
-                       f"{len(ratios)} processes with 2 or more rounds", rule, "check")
-    value, low, high = stats.ratio_interval({i: [r] for i, r in enumerate(ratios)},
-                                            {0: [1.0]})
-    effect = stats.classify(low, high, band)
-    verdict = {stats.SAME: HOLDS, stats.UNSURE: UNSURE}.get(effect, FAILS)
-    return Verdict(claim, "first_position_effect", "all", verdict,
-                   f"leading its process: {value - 1:+.1%} [{low - 1:+.1%}–{high - 1:+.1%}] "
-                   f"over {len(ratios)} processes", rule, "check", effect=effect, ratio=value,
-                   ratio_low=low, ratio_high=high)
-
-
-def steadiness_check(runs: dict[str, dict[str, Any]]) -> Verdict:
-    """Whether the machine stayed steady: the section-level flags, with the rule as the
-    probe now runs (on the timing's thread count, the run queue and the stages' count of
-    other programs' cores beside it)."""
-    rule = (f"a fixed CPU probe ({steadiness.PROBE_REPEATS} runs) on as many processes at "
-            "once as the timing has threads (its figure the slowest of them: one busy core "
-            "of two shows), the run queue, the load average and /proc/stat, before and after "
-            f"each section; a section is flagged when its probe moved more than "
-            f"{steadiness.PROBE_MOVED:.0%} or more than {steadiness.STEAL_SHARE:.0%} of the "
-            "CPU time was stolen. A section measured in stages also counts, stage by stage, "
-            "the cores other programs kept busy and probes again after each stage: a stage "
-            f"with more than {steadiness.BUSY_CORES:g} of a core busy beyond those the "
-            f"timing leaves free, or whose probe ran over {steadiness.PROBE_SLOWER:.0%} "
-            "slower than the median of the section's probes, is measured again rather than pooled")
-    claim = "the machine stayed steady while it measured"
-    measured = {name: run["steadiness"] for name, run in runs.items() if run.get("steadiness")}
-    if not measured:
-        return Verdict(claim, "machine_steadiness", "all", NA, "no section measured it", rule,
-                       "check")
-    flagged = {name: s["flags"] for name, s in measured.items() if s["flags"]}
-    probes = [s["probe_before_s"] for s in measured.values()]
-    moved = max(measured.values(), key=lambda s: abs(s["probe_moved"]))["probe_moved"]
-    steals = [s["steal_share"] for s in measured.values() if s.get("steal_share") is not None]
-    evidence = (f"probe {np.median(probes):.3f} s (range {min(probes):.3f}–{max(probes):.3f}); "
-                f"moved at most {moved:+.0%} within a section; steal at most "
-                f"{max(steals, default=0):.1%}; {len(flagged)} of {len(measured)} sections "
-                "flagged")
-    if flagged:
-        evidence += ": " + "; ".join(f"{k}: {', '.join(v)}" for k, v in flagged.items())
-    return Verdict(claim, "machine_steadiness", "all", FAILS if flagged else HOLDS, evidence,
-                   rule, "check")
-
-
 def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.DataFrame,
           samples: pd.DataFrame, *, band: float = DEFAULT_BAND,
           framework: str) -> list[Verdict]:
@@ -590,52 +453,11 @@ def decide(m: Measurements, framework: str, section: str | None = None,
     return checks + judged
 
 
-def to_decide(verdicts: list[Verdict]) -> list[Verdict]:
-    """The verdicts more data could settle: claims and checks that apply and were
-    measured (not "not applicable", not "not applicable here")."""
-    return [v for v in verdicts if v.verdict in (HOLDS, FAILS, UNSURE) and v.ratio == v.ratio]
-
-
 def applying_claims(framework: str, run: dict[str, Any]) -> list[str]:
     """The claims judged on an interval that apply to ``framework`` where ``run`` ran
     (its device kind and what the framework does there): every section of a run runs on
     the same device kind, so one section's record stands for the others'."""
     return [c.name for c in CLAIMS if c.where.why_not(framework, run) is None]
-
-
-def holm(verdicts: list[Verdict], unseen: int = 0) -> None:
-    """Holm's step-down over a framework's claims judged on an interval (m of them,
-    decisive or not): in order of their p-values, the k-th decisive one stays decisive
-    only while p <= HOLM_ALPHA / (m - k + 1); from the first that does not, it and every
-    later one become inconclusive, saying why. So the chance that any decisive verdict
-    of the framework is chance's doing stays under 2.5% however many claims apply; one
-    clear of its band by far keeps its verdict.
-
-    With stages: a staged section's p-values come multiplied by its planned looks
-    (``Ratio.p_value``), Bonferroni over the looks inside Holm over the claims. For
-    sections that all planned K looks this is Holm at HOLM_ALPHA / K, the same share of
-    the error rate each look's interval has; a section measured once counts once. The
-    composition is valid however the looks depend on each other and wherever the stages
-    stopped: the p at the look that stopped, times K, is a p-value in its own right.
-
-    ``unseen``: claims the correction will also count whose p-values are not known here
-    (the stages see one section; the report, every section). They could rank before
-    any of these and fail, so each claim here must clear the strictest step,
-    HOLM_ALPHA / (m + unseen): what Holm keeps decisive whatever the others show. A
-    claim the stages call decided therefore stays decided in the report."""
-    tested = [v for v in to_decide(verdicts) if v.kind == "claim"]
-    decisive = sorted((v for v in tested if v.verdict != UNSURE and v.p_value == v.p_value),
-                      key=lambda v: v.p_value)
-    total = len(tested) + unseen
-    for k, verdict in enumerate(decisive):
-        limit = HOLM_ALPHA / (total if unseen else total - k)
-        if verdict.p_value > limit:
-            for later in decisive[k:]:
-                later.evidence += (f"; {later.verdict} by its own interval, but not after the "
-                                   f"correction for the {total} claims judged (Holm: "
-                                   f"p {later.p_value:.2g} > {limit:.2g})")
-                later.verdict = UNSURE
-            return
 
 
 def as_frame(verdicts: list[Verdict]) -> pd.DataFrame:

@@ -88,9 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             with children.temporary_folder(f"{args.section}-processes-") as tmp:
                 record, rows = worker.run(Path(tmp), 0)
-        record["parameters"] = {**record.get("parameters", {}), **{
-            key: getattr(args, key) for key in MANAGER_OPTIONS
-            if getattr(args, key) is not None}}
+        record["parameters"] = {**record.get("parameters", {}), **manager_options(args)}
         after = steadiness.snapshot(args.probe_seconds, threads=args.threads)
         record["steadiness"] = steadiness.summary(before, after)
     except WorkerFailed as failed:
@@ -101,6 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_csv(args.csv, [{column: row.get(column, "") for column in COLUMNS} for row in rows])
     write_json(args.sidecar, record)
     return 0
+
+
+def manager_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The manager's options as the run record keeps them: all three where stages ran
+    (the defaults they ran with filled in), else those given."""
+    staged = (args.processes or 1) > 1
+    defaults = {"budget_seconds": DEFAULT_BUDGET_S, "band": DEFAULT_BAND} if staged else {}
+    return {key: getattr(args, key) if getattr(args, key) is not None else defaults[key]
+            for key in MANAGER_OPTIONS if getattr(args, key) is not None or key in defaults}
 
 
 class Worker:
@@ -143,8 +150,8 @@ def _run_stages(args: argparse.Namespace, worker: Worker,
 
         done, pooled, staging = stages.run(
             spawn, args.processes, section=args.section,
-            band=args.band or DEFAULT_BAND,
-            budget=args.budget_seconds or DEFAULT_BUDGET_S, threads=args.threads,
+            band=manager_options(args)["band"],
+            budget=manager_options(args)["budget_seconds"], threads=args.threads,
             probe_s=statistics.median(before["probe_s"]))
     records = [r for stage in done for r in stage.records]
     rows = [row for stage, keep in zip(done, pooled) if keep for row in stage.rows]

@@ -30,8 +30,8 @@ import psutil
 
 from d2lperf import arguments, children, harness, progress, provenance
 from d2lperf.arguments import non_negative_int, positive_int
-from d2lperf.results import Recorder, read_json, write_json
 from d2lperf.describe import Stats
+from d2lperf.results import Recorder, read_json, write_json
 
 MB = 1e6  # bytes; the document divided ps's RSS column (KiB) by 1e3
 KIB = 1024

@@ -40,7 +40,7 @@ Holm step-down another section's claim may rank first and fail, which turns this
 one inconclusive too, or leave it a stricter step than Holm over this section
 alone would. So a claim is called decided here only when it clears Holm's
 strictest step over every claim that applies to this framework and device
-(``claims.holm``'s ``unseen``), which no other claim can undo. What the stages
+(``verdicts.holm``'s ``unseen``), which no other claim can undo. What the stages
 call decided the report shows decided; the report may decide a little more,
 never less.
 
@@ -72,7 +72,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from d2lperf import claims, stats, steadiness
+from d2lperf import checks, claims, stats, steadiness, verdicts
 from d2lperf.measurements import Measurements, Projection
 
 ALPHA = 1 - stats.CONFIDENCE  # the error rate all looks of a section share
@@ -103,7 +103,7 @@ def look_confidence(looks: int = len(PLAN)) -> float:
 
 def sections() -> set[str]:
     """The sections whose claims or A/A checks the stages can decide."""
-    return {c.section for c in claims.CLAIMS} | {pair[1] for pair in claims.AA_PAIRS}
+    return {c.section for c in claims.CLAIMS} | {pair[1] for pair in checks.AA_PAIRS}
 
 
 def measurements(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any],
@@ -121,7 +121,7 @@ def look(m: Measurements, section: str, run: dict[str, Any]) -> list[dict[str, A
     framework = run["framework"]
     own = {c.name for c in claims.CLAIMS if c.section == section}
     unseen = len(set(claims.applying_claims(framework, run)) - own)
-    found = claims.to_decide(claims.decide(m, framework, section, unseen))
+    found = verdicts.to_decide(claims.decide(m, framework, section, unseen))
     return [{"question": v.name, "kind": v.kind, "verdict": v.verdict, "effect": v.effect,
              "ratio": v.ratio, "low": v.ratio_low, "high": v.ratio_high,
              "p_value": v.p_value, "decided": v.verdict != claims.UNSURE} for v in found]
@@ -174,90 +174,23 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
     machine to quieten and says whether it did. ``futility``: stop when what is still
     undecided is out of reach (``reach``); off, only the plan and the budget end an
     undecided section."""
-    wait = wait or wait_for_quiet
-    questions = section in sections()
+    staging = _Staging(spawn, section, budget, threads, probe_s, clock, wait or wait_for_quiet)
     sizes = plan(first)
     confidence = look_confidence(len(sizes))
-    started = clock()
-    done: list[Stage] = []
-    history: list[dict[str, Any]] = []
-    pooled: list[bool] = []
-    next_index, may_wait, stopped = 0, True, MAX_STAGES
-    probes = [probe_s] if probe_s is not None else []
-    closings: list[float] = []  # what each stage spent after its processes (its probe)
-
-    def spent() -> float:
-        """Seconds spent, and those the stage under way will spend after its processes,
-        as much as the longest stage so far did."""
-        return clock() - started + max(closings, default=0.0)
-
-    def room(records: Sequence[dict[str, Any]]) -> bool:
-        walls = _walls(done, records)
-        if len(walls) < MIN_PROCESSES:
-            return True
-        first_record = (done[0].records if done else records)[0]
-        return (not _nothing_here(section, first_record)
-                and _fits(walls, 1, spent(), budget))
-
-    def measure(number: int, count: int, retry: bool = False) -> Stage:
-        nonlocal next_index
-        began = clock()
-        stage = spawn(next_index, count, room)
-        closings.append(max(0.0, clock() - began - sum(_walls([stage]))))
-        reasons = steadiness.busy(stage.load, threads, probes, stage.probe_s)
-        history.append({"stage": number + 1, "retry": retry,
-                        "processes": [next_index, next_index + len(stage.records)],
-                        "cut_short": len(stage.records) < count and not _skipped(stage),
-                        "load": stage.load, "probe_s": stage.probe_s,
-                        "busy": bool(reasons), "busy_why": reasons})
-        next_index += len(stage.records)
-        done.append(stage)
-        if stage.probe_s is not None:
-            probes.append(stage.probe_s)
-        return stage
-
+    stopped = MAX_STAGES
     for number, count in enumerate(sizes):
         # a later stage starts where its first MIN_PROCESSES fit, and runs those that fit
-        if number and not _fits(_walls(done), min(count, MIN_PROCESSES), spent(), budget):
+        if number and not staging.fits(min(count, MIN_PROCESSES)):
             stopped = BUDGET
             break
-        stage = measure(number, count)
-        if (questions and not _skipped(stage) and history[-1]["busy"] and may_wait
-                and not _nothing_here(section, done[0].records[0])):
-            # wait for the machine to quieten (bounded), then measure this stage again;
-            # a wait that timed out says the load stays: no more waiting in this section
-            left = max(0.0, budget - (clock() - started))
-            may_wait = wait(min(WAIT_LIMIT_S, WAIT_SHARE * budget, left))
-            history[-1]["waited_for_quiet"] = may_wait
-            if _fits(_walls(done), count, spent(), budget):
-                stage = measure(number, count, retry=True)
+        stage = staging.measure_quiet(number, count)
         if _skipped(stage):
             stopped = SKIPPED
             break
-        pooled = _pool(history)
-        rows = [row for s, keep in zip(done, pooled) if keep for row in s.rows]
-        m = measurements(rows, section, done[0].records[0], band, confidence, len(sizes))
-        answers = look(m, section, done[0].records[0])
-        history[-1]["look"] = answers
-        waited_for = [a for a in answers if a["kind"] == "claim"]
-        if not waited_for:
-            stopped = NOTHING
+        stopped = staging.look(band, confidence, sizes, number, futility) or stopped
+        if stopped != MAX_STAGES:
             break
-        if all(a["decided"] for a in waited_for):
-            stopped = DECIDED
-            break
-        if history[-1]["cut_short"]:
-            stopped = BUDGET
-            break
-        now = len({row["process"] for row in rows})
-        then = now + _affordable(sum(sizes[number + 1:]), _walls(done), spent(), budget)
-        if futility and then > now:
-            history[-1]["reach"] = reach(m, section, done[0].records[0],
-                                         [a for a in waited_for if not a["decided"]],
-                                         now, then)
-            if not history[-1]["reach"]["could_decide"]:
-                stopped = OUT_OF_REACH
-                break
+    history, done = staging.history, staging.done
     pooled = _pool(history)
     for entry, keep in zip(history, pooled):
         entry["pooled"] = keep
@@ -270,15 +203,106 @@ def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, b
         "processes_pooled": sum(len(s.records) for s, keep in zip(done, pooled) if keep),
         "stopped": stopped, "why": _why(stopped, history, budget, sizes),
         "all_busy": bool(history) and all(h["busy"] for h in history),
-        "seconds": round(clock() - started, 3), "history": history,
+        "seconds": round(clock() - staging.started, 3), "history": history,
     }
     return done, pooled, record
+
+
+class _Staging:
+    """The stages of one section as they run: what was measured (``done``, ``history``),
+    the time spent, and the steps ``run`` takes in order."""
+
+    def __init__(self, spawn: Callable[[int, int, Room], Stage], section: str, budget: float,
+                 threads: int, probe_s: float | None, clock: Callable[[], float],
+                 wait: Callable[[float], bool]) -> None:
+        self.spawn, self.section, self.budget, self.threads = spawn, section, budget, threads
+        self.clock, self.wait = clock, wait
+        self.questions = section in sections()
+        self.started = clock()
+        self.done: list[Stage] = []
+        self.history: list[dict[str, Any]] = []
+        self.next_index, self.may_wait = 0, True
+        self.probes = [probe_s] if probe_s is not None else []
+        self.closings: list[float] = []  # what each stage spent after its processes (its probe)
+
+    def spent(self) -> float:
+        """Seconds spent, and those the stage under way will spend after its processes,
+        as much as the longest stage so far did."""
+        return self.clock() - self.started + max(self.closings, default=0.0)
+
+    def fits(self, count: int) -> bool:
+        return _fits(_walls(self.done), count, self.spent(), self.budget)
+
+    def room(self, records: Sequence[dict[str, Any]]) -> bool:
+        walls = _walls(self.done, records)
+        if len(walls) < MIN_PROCESSES:
+            return True
+        first_record = (self.done[0].records if self.done else records)[0]
+        return (not _nothing_here(self.section, first_record)
+                and _fits(walls, 1, self.spent(), self.budget))
+
+    def measure(self, number: int, count: int, retry: bool = False) -> Stage:
+        began = self.clock()
+        stage = self.spawn(self.next_index, count, self.room)
+        self.closings.append(max(0.0, self.clock() - began - sum(_walls([stage]))))
+        reasons = steadiness.busy(stage.load, self.threads, self.probes, stage.probe_s)
+        self.history.append({
+            "stage": number + 1, "retry": retry,
+            "processes": [self.next_index, self.next_index + len(stage.records)],
+            "cut_short": len(stage.records) < count and not _skipped(stage),
+            "load": stage.load, "probe_s": stage.probe_s,
+            "busy": bool(reasons), "busy_why": reasons})
+        self.next_index += len(stage.records)
+        self.done.append(stage)
+        if stage.probe_s is not None:
+            self.probes.append(stage.probe_s)
+        return stage
+
+    def measure_quiet(self, number: int, count: int) -> Stage:
+        """Stage ``number``; measured on a busy machine, again after waiting (bounded) for
+        it to quieten; a wait that timed out says the load stays: no more waiting."""
+        stage = self.measure(number, count)
+        if (self.questions and not _skipped(stage) and self.history[-1]["busy"]
+                and self.may_wait and not _nothing_here(self.section, self.done[0].records[0])):
+            left = max(0.0, self.budget - (self.clock() - self.started))
+            self.may_wait = self.wait(min(WAIT_LIMIT_S, WAIT_SHARE * self.budget, left))
+            self.history[-1]["waited_for_quiet"] = self.may_wait
+            if self.fits(count):
+                stage = self.measure(number, count, retry=True)
+        return stage
+
+    def look(self, band: float, confidence: float, sizes: list[int], number: int,
+             futility: bool) -> str | None:
+        """Judge what is pooled so far; why to stop now, or None to go on."""
+        pooled = _pool(self.history)
+        rows = [row for s, keep in zip(self.done, pooled) if keep for row in s.rows]
+        first = self.done[0].records[0]
+        m = measurements(rows, self.section, first, band, confidence, len(sizes))
+        answers = look(m, self.section, first)
+        self.history[-1]["look"] = answers
+        waited_for = [a for a in answers if a["kind"] == "claim"]
+        if not waited_for:
+            return NOTHING
+        if all(a["decided"] for a in waited_for):
+            return DECIDED
+        if self.history[-1]["cut_short"]:
+            return BUDGET
+        now = len({row["process"] for row in rows})
+        then = now + _affordable(sum(sizes[number + 1:]), _walls(self.done), self.spent(),
+                                 self.budget)
+        if futility and then > now:
+            found = reach(m, self.section, first,
+                          [a for a in waited_for if not a["decided"]], now, then)
+            self.history[-1]["reach"] = found
+            if not found["could_decide"]:
+                return OUT_OF_REACH
+        return None
 
 
 def _nothing_here(section: str, record: dict[str, Any]) -> bool:
     """Whether ``section`` has claims or A/A checks, none of which applies where
     ``record`` ran (a section without any is run for its processes: not this)."""
-    if section not in sections() or any(pair[1] == section for pair in claims.AA_PAIRS):
+    if section not in sections() or any(pair[1] == section for pair in checks.AA_PAIRS):
         return False
     own = {c.name for c in claims.CLAIMS if c.section == section}
     return not own & set(claims.applying_claims(record["framework"], record))

@@ -7,7 +7,7 @@ worker (the one-case statistics a worker prints are ``d2lperf.describe``'s)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +49,8 @@ class Estimate:
         return math.exp(x) if self.log else x
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-        half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, self.df) * self.se if self.se > 0 else 0.0
+        quantile = scipy_stats.t.ppf(1 - (1 - confidence) / 2, self.df)
+        half = quantile * self.se if self.se > 0 else 0.0
         return self._back(self.mean), self._back(self.mean - half), self._back(self.mean + half)
 
     def p_value(self, edge: float, above: bool) -> float:
@@ -256,3 +257,18 @@ def classify(low: float, high: float, band: float) -> str:
     if 1 - band <= low and high <= 1 + band:
         return SAME
     return UNSURE
+
+
+def holm_kept(p_values: Sequence[float], alpha: float, total: int,
+              strictest: bool = False) -> tuple[int, float]:
+    """Holm's step-down over ``total`` tests, of which ``p_values`` (ascending) are the
+    ones that could be kept: how many are kept, and the limit the first one dropped
+    failed (the last limit where none is). The k-th (from 0) is kept while
+    p <= alpha / (total - k) and every one before it was; ``strictest``: each must clear
+    alpha / total (other tests, not seen here, may rank first)."""
+    limit = alpha / total if total else alpha
+    for k, p in enumerate(p_values):
+        limit = alpha / (total if strictest else total - k)
+        if p > limit:
+            return k, limit
+    return len(p_values), limit

@@ -16,9 +16,9 @@ import jsonschema
 import pandas as pd
 import yaml
 
+from d2lperf.describe import Stats
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
 from d2lperf.results import FORMAT_VERSION, newer_format, older_columns
-from d2lperf.describe import Stats
 
 # A measurement is named by KEY; a document figure by REFERENCE_KEY (the same
 # measurement may be printed by two documents, or for two platforms).

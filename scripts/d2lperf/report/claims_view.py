@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from d2lperf import claims
+from d2lperf import checks, claims, verdicts
 from d2lperf.claims import Claim
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.report.values import (
@@ -20,7 +20,7 @@ from d2lperf.report.values import (
 )
 
 CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, names)
-    ("Identical work (A/A)", tuple(name for name, *_ in claims.AA_PAIRS)),
+    ("Identical work (A/A)", tuple(name for name, *_ in checks.AA_PAIRS)),
     ("First in its process", ("first_position_effect",)),
     ("Machine steadiness", ("machine_steadiness",)),
 ]
@@ -28,9 +28,9 @@ VERDICT_RANK = {"does not hold": 0, "inconclusive": 1, "holds": 2, "not applicab
                 "not applicable": 3}
 DECISIVE = ("holds", "does not hold")
 # Holm's correction over each framework's claims, every look of a staged section counted
-# (d2lperf.claims.holm): the chance that any of one framework's decisive verdicts is
+# (d2lperf.verdicts.holm): the chance that any of one framework's decisive verdicts is
 # chance's doing is at most this.
-WRONG_BY_CHANCE = claims.HOLM_ALPHA
+WRONG_BY_CHANCE = verdicts.HOLM_ALPHA
 
 
 def judged_elsewhere(_measurements: Any) -> dict[str, Any]:
@@ -125,32 +125,43 @@ def device_words(case: str) -> str:
     return " ".join(case.split("_")[-2:])
 
 
+def last_documented(claim: Claim, rows: list[Row]) -> Row | None:
+    """Of one case's accuracy rows, the document's figure after its last epoch (the
+    claim's own document's where it names one)."""
+    documented = [r for r in rows if r.get("document_value") is not None]
+    if claim.document and any(r.get("document") == claim.document for r in documented):
+        documented = [r for r in documented if r.get("document") == claim.document]
+    return max(documented, key=lambda r: r["epoch"]) if documented else None
+
+
+def case_accuracy_words(case: str, rows: list[Row], last: Row, framework: str) -> str | None:
+    """One case's accuracy here at the document's last epoch, or how far it ran."""
+    mine = [r for r in rows if (r.get("framework") or DOCUMENTS) == framework
+            and r.get("median") is not None]
+    at = [r for r in mine if r["epoch"] == last["epoch"]]
+    if at:
+        return f"{device_words(case)} {at[0]['median']:.2f}"
+    if mine:
+        return (f"{device_words(case)}: ran {int(max(r['epoch'] for r in mine))} of "
+                f"{int(last['epoch'])} epochs")
+    return None
+
+
 def accuracy_words(claim: Claim, framework: str | None, summary: list[Row]) -> str:
     """An accuracy claim in words: each case's accuracy after the document's last epoch
     (``framework`` None: the document's own figures)."""
-    cases = claim.figures[0].split("+")
     parts, epoch = [], None
-    for case in filter(None, cases):
+    for case in filter(None, claim.figures[0].split("+")):
         rows = [r for r in summary if r["case"] == case and r["metric"] == "accuracy"
                 and r.get("epoch") is not None]
-        documented = [r for r in rows if r.get("document_value") is not None]
-        if claim.document and any(r.get("document") == claim.document for r in documented):
-            documented = [r for r in documented if r.get("document") == claim.document]
-        if not documented:
+        last = last_documented(claim, rows)
+        if last is None:
             continue
-        last = max(documented, key=lambda r: r["epoch"])
         epoch = int(last["epoch"])
-        if framework is None:
-            parts.append(f"{last['document_printed']}")
-            continue
-        mine = [r for r in rows if (r.get("framework") or DOCUMENTS) == framework
-                and r.get("median") is not None]
-        at = [r for r in mine if r["epoch"] == last["epoch"]]
-        if at:
-            parts.append(f"{device_words(case)} {at[0]['median']:.2f}")
-        elif mine:
-            parts.append(f"{device_words(case)}: ran {int(max(r['epoch'] for r in mine))} of "
-                         f"{epoch} epochs")
+        words = (f"{last['document_printed']}" if framework is None
+                 else case_accuracy_words(case, rows, last, framework))
+        if words:
+            parts.append(words)
     if not parts:
         return ""
     ran = {p.split(": ", 1)[-1] for p in parts if ": ran " in p}

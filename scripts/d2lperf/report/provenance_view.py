@@ -165,16 +165,37 @@ def forced_kernel_ratios(comparison_csv: Path | None, machine_id: str) -> list[s
     return found
 
 
+def mxnet_build(machine: Row, runs: dict[tuple[str, str], Row]) -> Row:
+    """MXNet's build as the machine record has it, else as the first MXNet run does."""
+    return (machine.get("software") or {}).get("mxnet") or next(
+        (r["mxnet"] for (f, _), r in runs.items() if f == "mxnet" and (r or {}).get("mxnet")),
+        None) or {}
+
+
+def best_cpu_rate(runs: dict[tuple[str, str], Row], summary: list[Row],
+                  ceilings: dict[str, float]) -> tuple[str, float] | None:
+    """The machine's best matrix-product rate on its CPU: the ceilings' best (named by
+    its kernel), or a timing of the same work that beat them (the summary says so)."""
+    best = workloads.best_ceiling(ceilings, workloads.ceiling_case("GFLOP", "cpu", ""))
+    if best:
+        best = (ceiling_kernels(runs).get(best[0], best[0]), best[1])
+    for r in summary:
+        on_gpu = "gpu" in str(r.get("devices")) or "cuda" in str(r.get("devices"))
+        if (r.get("achieved_unit") == "GFLOP/s" and r.get("ceiling") and not on_gpu
+                and (best is None or r["ceiling"] > best[1])):
+            best = (r["ceiling_case"], r["ceiling"])
+    return best
+
+
 def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Row],
                 forced: list[str] | None = None) -> Row | None:
     """One line for the first screen when an OpenBLAS here runs a kernel narrower than the
     CPU's vectors (Prescott's 128 bits on an AVX-512 CPU) and, folded under it, what it
     costs MXNet's dot here, measured against the machine's best, and the fix: the line
     is short so that the claims' verdicts still fit the first screen."""
-    bits = ((machine.get("cpu") or {}).get("vector") or {}).get("bits")
-    mxnet = (machine.get("software") or {}).get("mxnet") or next(
-        (r["mxnet"] for (f, _), r in runs.items() if f == "mxnet" and (r or {}).get("mxnet")),
-        None) or {}
+    vector = (machine.get("cpu") or {}).get("vector") or {}
+    bits = vector.get("bits")
+    mxnet = mxnet_build(machine, runs)
     libraries = mxnet.get("blas_libraries") or ([mxnet["blas"]] if mxnet.get("blas") else [])
     for lib in libraries:
         lib.setdefault("kernel_bits", CORE_BITS.get(str(lib.get("core", "")).lower()))
@@ -185,21 +206,15 @@ def blas_notice(machine: Row, runs: dict[tuple[str, str], Row], summary: list[Ro
                       f"{lib['core']} kernel ({lib['kernel_bits']}-bit)" for lib in narrow)
     ceilings = {r["case"]: r["median"] for r in summary if r["section"] == "ceilings"
                 and r["metric"] == "rate" and r["median"] is not None}
-    best = workloads.best_ceiling(ceilings, workloads.ceiling_case("GFLOP", "cpu", ""))
-    if best:
-        best = (ceiling_kernels(runs).get(best[0], best[0]), best[1])
-    for r in summary:  # a timing of the same work beats them: the summary says so
-        if r.get("achieved_unit") == "GFLOP/s" and r.get("ceiling") and (
-                best is None or r["ceiling"] > best[1]) and "gpu" not in str(r.get("devices")) \
-                and "cuda" not in str(r.get("devices")):
-            best = (r["ceiling_case"], r["ceiling"])
+    best = best_cpu_rate(runs, summary, ceilings)
     dots = [rate for case, rate in ceilings.items() if case.startswith("mxnet_dot_")]
     cost = share = ""
     if best and dots:
-        share = f": MXNet's dot at {100 * max(dots) / best[1]:.0f}% of the machine's best"
-        cost = (f": MXNet's dot reaches {max(dots):.0f} GFLOP/s, {100 * max(dots) / best[1]:.0f}% "
+        percent = 100 * max(dots) / best[1]
+        share = f": MXNet's dot at {percent:.0f}% of the machine's best"
+        cost = (f": MXNet's dot reaches {max(dots):.0f} GFLOP/s, {percent:.0f}% "
                 f"of the machine's best ({best[0]}, {best[1]:.0f} GFLOP/s)")
-    instructions = (machine.get("cpu") or {}).get("vector", {}).get("instructions", "")
+    instructions = vector.get("instructions", "")
     widths = " and ".join(sorted({f"{lib['kernel_bits']}-bit" for lib in narrow}))
     line = f"OpenBLAS runs a {widths} kernel on this {bits}-bit {instructions} CPU{share}"
     return {"line": line, "text": (

@@ -135,35 +135,47 @@ def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
         if not here:
             continue
         mine = {frameworks[i]: runs[(frameworks[i], section)] for i in here}
-        statuses = {f: (r or {}).get("status", "missing") for f, r in mine.items()}
-        ran = any(s in RAN for s in statuses.values())
-        not_run = not_run_lines(section, mine, statuses)
+        entry = section_entry(section, mine, titles)
         rows = [{**r, "cells": [r["cells"][i] for i in here]} for r in figures
                 if r["section"] == section]
-        section_outputs = [{**o, "cells": [o["cells"][i] for i in here]} for o in outputs
-                           if o["section"] == section]
-        sections.append({
-            "section": section,
-            "title": titles.get(section, {"title": section, "heading": "",
-                                             "document": ""}),
-            "ran": ran,
-            "frameworks": [FRAMEWORKS.get(f, f) for f in mine],
-            "runs": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f], **run_line(mine[f])}
-                     for f in mine],
-            "not_run": not_run,
-            "failed": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f]}
-                       for f in mine if statuses[f] == "failed"],
-            "claims": [c for c in claims if c["section"] == section],
-            "figures": [r for r in rows if not r["extra"]],
-            "extras": [r for r in rows if r["extra"]],
-            "outputs": section_outputs,
-            "outputs_matching": [
-                {"framework": FRAMEWORKS.get(f, f),
-                 "matching": sum(1 for o in section_outputs
-                                 if o["cells"][k] and o["cells"][k].get("match") == "yes"),
-                 "compared": sum(1 for o in section_outputs if o["cells"][k]
-                                 and o["cells"][k].get("match") in ("yes", "no"))}
-                for k, f in enumerate(mine)],
-            "plot": svg_data_uri(plots[section]) if ran and section in plots else None,
-        })
+        entry.update(
+            claims=[c for c in claims if c["section"] == section],
+            figures=[r for r in rows if not r["extra"]],
+            extras=[r for r in rows if r["extra"]],
+            **outputs_entry([{**o, "cells": [o["cells"][i] for i in here]} for o in outputs
+                             if o["section"] == section], list(mine)),
+            plot=svg_data_uri(plots[section]) if entry["ran"] and section in plots else None,
+        )
+        sections.append(entry)
     return sections
+
+
+def section_entry(section: str, mine: dict[str, Row], titles: dict[str, Row]) -> Row:
+    """A section's title and its runs, by the frameworks that have it (``mine``): which
+    ran, which did not and why, which failed."""
+    statuses = {f: (r or {}).get("status", "missing") for f, r in mine.items()}
+    return {
+        "section": section,
+        "title": titles.get(section, {"title": section, "heading": "", "document": ""}),
+        "ran": any(s in RAN for s in statuses.values()),
+        "frameworks": [FRAMEWORKS.get(f, f) for f in mine],
+        "runs": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f], **run_line(mine[f])}
+                 for f in mine],
+        "not_run": not_run_lines(section, mine, statuses),
+        "failed": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f]}
+                   for f in mine if statuses[f] == "failed"],
+    }
+
+
+def outputs_entry(section_outputs: list[Row], frameworks: list[str]) -> Row:
+    """A section's printed outputs, and per framework how many match the documents' out of
+    those compared."""
+    def counted(k: int, matches: tuple[str, ...]) -> int:
+        return sum(1 for o in section_outputs
+                   if o["cells"][k] and o["cells"][k].get("match") in matches)
+
+    return {"outputs": section_outputs,
+            "outputs_matching": [{"framework": FRAMEWORKS.get(f, f),
+                                  "matching": counted(k, ("yes",)),
+                                  "compared": counted(k, ("yes", "no"))}
+                                 for k, f in enumerate(frameworks)]}

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home o
 
 from d2lperf import devices, harness, timing, workloads
 from d2lperf import mxnet as d2l
-from d2lperf.results import Recorder
 from d2lperf.describe import Stats
+from d2lperf.results import Recorder
 
 # MXNet 1.9's default number of temporary-space resources shared by all CPU contexts.
 CPU_TEMP_COPY_DEFAULT = 4

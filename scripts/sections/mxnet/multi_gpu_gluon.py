@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home o
 
 from d2lperf import harness, timing, training
 from d2lperf import mxnet as d2l
-from d2lperf.results import Recorder
 from d2lperf.describe import Stats
+from d2lperf.results import Recorder
 
 
 def residual_class():

@@ -44,8 +44,8 @@ import argparse
 from d2lperf import devices as device_options
 from d2lperf import harness, timing, workloads
 from d2lperf import torch as d2l
-from d2lperf.results import Recorder, report
 from d2lperf.describe import Stats
+from d2lperf.results import Recorder, report
 
 SEED = 0
 

@@ -49,8 +49,8 @@ import copy
 
 from d2lperf import harness, timing, training
 from d2lperf import torch as d2l
-from d2lperf.results import Recorder
 from d2lperf.describe import Stats
+from d2lperf.results import Recorder
 
 SEED = 0
 NO_DEFERRED_INIT = ("a module's parameters are created and initialised with it, on one "
