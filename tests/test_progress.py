@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import REPO
+from conftest import REPO, measure
 from d2lperf import progress, training
 
 
@@ -40,6 +40,37 @@ def test_a_line_goes_to_the_log_and_to_the_console_named(tmp_path):
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           env=bare, timeout=60)
     assert done.stdout.count("\n") == 2 and done.stderr == ""
+
+
+WORKER = textwrap.dedent('''\
+    import sys
+    sys.path.insert(0, {scripts!r})
+    from d2lperf import harness, progress
+
+    def body(args, rec):
+        progress.say("epoch 1, time 3.0 sec", "lenet_1_device")
+
+    if __name__ == "__main__":
+        sys.exit(harness.main("multi_gpu_scratch", "pytorch", harness.parser("toy", repeated=False),
+                              body))
+''')
+
+
+def test_a_worker_the_manager_starts_says_its_lines_on_the_console_too(tmp_path):
+    """The manager hands the console on to the worker it starts (a child gets no descriptor
+    it is not given): an epoch's line reaches the console from the worker's process."""
+    script = tmp_path / "toy.py"
+    script.write_text(WORKER.format(scripts=str(REPO / "scripts")))
+    read, write = os.pipe()
+    done = measure(sys.executable, script, "--csv", str(tmp_path / "s.csv"), "--sidecar",
+                   str(tmp_path / "run.json"), "--probe-seconds", "0.01",
+                   section="multi_gpu_scratch", framework="pytorch", pass_fds=(write,),
+                   env={**os.environ, progress.VARIABLE: str(write)}, timeout=120)
+    os.close(write)
+    with os.fdopen(read) as console:
+        shown = console.read()
+    assert done.returncode == 0, done.stderr
+    assert shown == "multi_gpu_scratch (PyTorch), lenet_1_device: epoch 1, time 3.0 sec\n"
 
 
 def test_a_long_epoch_says_how_far_it_is_once_a_minute(monkeypatch, capsys):

@@ -126,7 +126,8 @@ class Worker:
         csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
         command = [*self.command, "--process", str(index),
                    "--csv", str(csv_path), "--sidecar", str(sidecar)]
-        done = subprocess.run(command, check=False, preexec_fn=children.die_with_parent)
+        done = subprocess.run(command, check=False, preexec_fn=children.die_with_parent,
+                              pass_fds=progress.console_fds())
         if done.returncode != 0:
             code = done.returncode if done.returncode > 0 else 128 - done.returncode
             raise WorkerFailed(code, f"{self.section}: process {index + 1} of "

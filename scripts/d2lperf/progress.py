@@ -37,3 +37,16 @@ def say(line: str, about: str = "") -> None:
             os.write(int(fd), f"{who}: {line}\n".encode("utf-8", "replace"))
         except OSError:  # the console went away (a closed terminal): the log has it
             pass
+
+
+def console_fds() -> tuple[int, ...]:
+    """The console's descriptor where the rule gave one, for a child process that says its
+    own progress (``subprocess``'s ``pass_fds``: a child gets no other descriptor)."""
+    fd = os.environ.get(VARIABLE, "")
+    if not fd.isdigit():
+        return ()
+    try:
+        os.fstat(int(fd))
+    except OSError:
+        return ()
+    return (int(fd),)
