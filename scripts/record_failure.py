@@ -26,10 +26,10 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from d2lperf import provenance
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
+from d2lperf.records import RunRecord
 from d2lperf.results import FORMAT_VERSION, KEPT_FOLDER, write_csv, write_json
 
 LOG_TAIL_LINES = 60
@@ -45,7 +45,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _record(path: Path) -> dict[str, Any] | None:
+def _record(path: Path) -> RunRecord | None:
     """A run.json's record, or None where there is none to read (absent, cut short)."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -63,7 +63,7 @@ def _rows(table: Path) -> int | None:
         return None
 
 
-def keep_previous(table: Path, sidecar: Path) -> dict[str, Any] | None:
+def keep_previous(table: Path, sidecar: Path) -> RunRecord | None:
     """Keep the folder's last good run before a failed record replaces it: copy its
     run.json and samples.csv into a new folder, then rename that folder to KEPT_FOLDER in
     one step, so the kept pair is always whole and of one run (copied, not moved: until

@@ -9,10 +9,10 @@ only where the two agree and otherwise keeps the measurement as a finding.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from d2lperf import frameworks
 from d2lperf.frameworks import REGISTRY
+from d2lperf.records import RunRecord
 
 
 def running_as(framework: str) -> str:
@@ -36,7 +36,7 @@ class Where:
     device_kinds: tuple[str, ...] = ("cpu", "gpu")
     requires: tuple[str, ...] = ()
 
-    def why_not(self, framework: str, run: dict[str, Any] | None) -> str | None:
+    def why_not(self, framework: str, run: RunRecord | None) -> str | None:
         """Why the claim does not apply to this run, in words; None where it applies
         (or where the section did not run: that has its own verdict)."""
         if run is None or run.get("status") != "ok":
@@ -58,7 +58,7 @@ EVERYWHERE = Where()
 WHERE_WORK_IS_QUEUED = Where(requires=("queues_work",))
 
 
-def execution(framework: str, run: dict[str, Any]) -> dict[str, Any]:
+def execution(framework: str, run: RunRecord) -> dict[str, object]:
     """The run record's ``execution`` field; for records written before it existed, what
     the framework's module says of the device kind the run was given (``--on``)."""
     found = run.get("execution")

@@ -31,6 +31,7 @@ from typing import Any
 
 from d2lperf import frameworks
 from d2lperf.frameworks import DOCUMENTS, REGISTRY
+from d2lperf.records import BlasLibrary, RunRecord
 
 # Debian's libopenblas0-pthread, then whatever the dynamic linker knows.
 SYSTEM_CANDIDATES = (
@@ -119,10 +120,10 @@ def max_relative_error(path: Path) -> float:
 
 # --- what is loaded ---------------------------------------------------------------------
 
-def _openblas_info(path: str) -> dict[str, Any]:
+def _openblas_info(path: str) -> BlasLibrary:
     """OpenBLAS's own build string, kernel and threads; numpy's 64-bit build suffixes
     its symbols with 64_."""
-    info: dict[str, Any] = {"path": path}
+    info: BlasLibrary = {"path": path}
     try:
         lib = ctypes.CDLL(path)
     except OSError:
@@ -142,7 +143,7 @@ def _openblas_info(path: str) -> dict[str, Any]:
     return info
 
 
-def loaded_blas() -> list[dict[str, Any]]:
+def loaded_blas() -> list[BlasLibrary]:
     """Every BLAS library this process has mapped (MXNet's and numpy's each bring one)."""
     try:
         with open("/proc/self/maps", encoding="utf-8") as handle:
@@ -153,7 +154,7 @@ def loaded_blas() -> list[dict[str, Any]]:
     return [_openblas_info(p) if "openblas" in p.lower() else {"path": p} for p in sorted(paths)]
 
 
-def check_blas(reference: Path, record: dict[str, Any]) -> None:
+def check_blas(reference: Path, record: RunRecord) -> None:
     """Refuse to time on a BLAS whose dot differs from the stock one's."""
     from d2lperf.errors import Refused
 
@@ -196,7 +197,7 @@ def check_coretype(value: object, key: str = "blas_coretype") -> str:
     return known[value.lower()]
 
 
-def narrow_kernels(libraries: list[dict[str, Any]], cpu_bits: int) -> list[dict[str, Any]]:
+def narrow_kernels(libraries: list[BlasLibrary], cpu_bits: int) -> list[BlasLibrary]:
     """The loaded OpenBLAS libraries whose kernel computes with narrower vectors than
     the CPU offers (Prescott's 128 bits on a 512-bit AVX-512 CPU)."""
     return [lib for lib in libraries
@@ -309,7 +310,7 @@ def multiply_for(library: str, dtype: str = "float32") -> Callable[[Any, Any], A
     raise ValueError(f"no matrix product known for {library!r}")
 
 
-def blas_in_use(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
+def blas_in_use(libraries: list[BlasLibrary]) -> BlasLibrary | None:
     """The BLAS MXNet's dot runs on: the one in MXNet's package unless another was preloaded."""
     import mxnet as mx
 
@@ -323,7 +324,7 @@ def blas_in_use(libraries: list[dict[str, Any]]) -> dict[str, Any] | None:
                 libraries[0] if libraries else None)
 
 
-def library_blas(library: str, loaded: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def library_blas(library: str, loaded: list[BlasLibrary] | None = None) -> BlasLibrary:
     """The loaded BLAS a library computes with (MXNet's own or a preloaded one; numpy's
     from numpy.libs or scipy_openblas)."""
     loaded = loaded_blas() if loaded is None else loaded
@@ -349,14 +350,14 @@ def kernel_of(library: str) -> str:
     return Path(lib["path"]).name if lib.get("path") else "unknown BLAS"
 
 
-def probe_record(n: int) -> dict[str, Any]:
+def probe_record(n: int) -> dict[str, object]:
     """The probe's record before any product: its size and the BLAS variables inherited
     (those set but empty named apart)."""
     return {"size": n, "environment": blas_environment(), "empty": empty_variables(),
             "checks": []}
 
 
-def probe(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
+def probe(framework: str, record: RunRecord, n: int = PROBE_SIZE,
           products: dict[tuple[str, str], Callable[[Any, Any], Any]] | None = None) -> None:
     """Refuse the section (harness.Refused) when one of the framework's matrix
     products (``probes``) of n x n is off a float64 reference computed without BLAS by more
@@ -422,7 +423,7 @@ print(json.dumps({"record": record, "refused": refused}))
 """
 
 
-def probe_apart(framework: str, record: dict[str, Any], n: int = PROBE_SIZE,
+def probe_apart(framework: str, record: RunRecord, n: int = PROBE_SIZE,
                 reference: Path | None = None, timeout: float = 600) -> None:
     """``probe`` (and ``check_blas`` against ``reference``, on a variant BLAS) in a fresh
     process of this interpreter and environment, never in the one that times: products

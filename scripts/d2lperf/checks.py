@@ -5,12 +5,13 @@ far the claims can be trusted."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from d2lperf import stats, steadiness
 from d2lperf.measurements import MIN_SAMPLES, Measurements
+from d2lperf.records import RunRecord
 from d2lperf.verdicts import FAILS, HOLDS, NA, STAGED, UNSURE, Verdict
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def first_position_check(samples: pd.DataFrame, band: float) -> Verdict:
                    ratio_low=low, ratio_high=high)
 
 
-def steadiness_check(runs: dict[str, dict[str, Any]]) -> Verdict:
+def steadiness_check(runs: dict[str, RunRecord]) -> Verdict:
     """Whether the machine stayed steady: the section-level flags, with the rule as the
     probe now runs (on the timing's thread count, the run queue and the stages' count of
     other programs' cores beside it)."""

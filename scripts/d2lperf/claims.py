@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from d2lperf.measurements import (
     document_figures,
     tail_of,
 )
+from d2lperf.records import RunRecord
 from d2lperf.sections import SECTIONS, SpeedClaim
 from d2lperf.verdicts import (  # noqa: F401  (the verdicts' words, read by the report here)
     FAILS,
@@ -82,9 +83,22 @@ ACCURACY_MARGIN = 0.05  # absolute test accuracy
 DEFAULT_BAND = 0.05
 
 
+class Found(TypedDict, total=False):
+    """What a claim's rule found: the fields of its ``Verdict``."""
+
+    verdict: str
+    evidence: str
+    p_value: float
+    effect: str
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    finding: str
+
+
 def _result(verdict: str, evidence: str, ratio: Ratio | None = None,
-            p_value: float = float("nan")) -> dict[str, Any]:
-    found = {"verdict": verdict, "evidence": evidence, "p_value": p_value}
+            p_value: float = float("nan")) -> Found:
+    found: Found = {"verdict": verdict, "evidence": evidence, "p_value": p_value}
     if ratio is not None:
         found.update(effect=ratio.effect, ratio=ratio.value, ratio_low=ratio.low,
                      ratio_high=ratio.high)
@@ -92,7 +106,7 @@ def _result(verdict: str, evidence: str, ratio: Ratio | None = None,
 
 
 def _speed_claim(m: Measurements, section: str, fast: str, slow: str, label: str,
-                 metric: str = "time", epochs: bool = False) -> dict[str, Any]:
+                 metric: str = "time", epochs: bool = False) -> Found:
     ratio = m.ratio(section, fast, slow, metric, epochs)
     if ratio is None:
         return _result(NA, m.missing(section) or "the cases were not measured")
@@ -236,7 +250,7 @@ def _document_rows(reference: pd.DataFrame, section: str, case: str,
 
 def _accuracy_claim(m: Measurements, section: str, reference: pd.DataFrame,
                     cases: list[str], *, reaches: bool,
-                    prefer: str | None = None) -> dict[str, Any]:
+                    prefer: str | None = None) -> Found:
     """``reaches``: holds when the accuracy is at least the document's less the margin
     (a twin, whose training differs); otherwise within the margin either way."""
     if m.missing(section):
@@ -279,7 +293,7 @@ class Claim:
     name: str
     section: str
     text: str  # the claim, framework-neutral
-    check: Callable[[Measurements], dict[str, Any]]
+    check: Callable[[Measurements], Found]
     rule: str | None = None  # None: the speed rule
     where: Where = field(default=EVERYWHERE)
     document: str | None = None  # whose figures, where several documents printed them
@@ -394,7 +408,7 @@ def documents_verdict(claim: Claim, reference: pd.DataFrame,
     return verdict, evidence, by_variant
 
 
-def judge(summary: pd.DataFrame, runs: dict[str, dict[str, Any]], reference: pd.DataFrame,
+def judge(summary: pd.DataFrame, runs: dict[str, RunRecord], reference: pd.DataFrame,
           samples: pd.DataFrame, *, band: float = DEFAULT_BAND,
           framework: str) -> list[Verdict]:
     """Every claim and check for one framework's results."""
@@ -453,7 +467,7 @@ def decide(m: Measurements, framework: str, section: str | None = None,
     return checks + judged
 
 
-def applying_claims(framework: str, run: dict[str, Any]) -> list[str]:
+def applying_claims(framework: str, run: RunRecord) -> list[str]:
     """The claims judged on an interval that apply to ``framework`` where ``run`` ran
     (its device kind and what the framework does there): every section of a run runs on
     the same device kind, so one section's record stands for the others'."""

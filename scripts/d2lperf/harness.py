@@ -25,7 +25,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from d2lperf import blas, frameworks, hostlock, progress, provenance, steadiness
 from d2lperf.arguments import (  # noqa: F401  (the section scripts' command line, from here)
@@ -38,6 +37,7 @@ from d2lperf.arguments import (  # noqa: F401  (the section scripts' command lin
 )
 from d2lperf.errors import Refused, Skipped
 from d2lperf.frameworks import REGISTRY
+from d2lperf.records import RunRecord, SampleRow
 from d2lperf.results import FORMAT_VERSION, Recorder, write_csv, write_json
 
 
@@ -67,9 +67,10 @@ def main(
 
 
 def _run_body(section: str, framework: str, args: argparse.Namespace,
-              body: Callable[[argparse.Namespace, Recorder], None]) -> tuple[dict, list]:
+              body: Callable[[argparse.Namespace, Recorder], None],
+              ) -> tuple[RunRecord, list[SampleRow]]:
     """Run the section in this process: its run record and its rows."""
-    record: dict[str, Any] = {
+    record: RunRecord = {
         "format_version": FORMAT_VERSION,
         "section": section,
         "framework": framework,

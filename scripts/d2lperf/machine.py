@@ -12,7 +12,7 @@ import platform
 import re
 import shutil
 import subprocess
-from typing import Any
+from typing import TypedDict
 
 # A machine id names a folder under results/ and reaches shell lines and archives: one
 # path component, never hidden (staging folders are), never an option, bounded in length.
@@ -200,11 +200,19 @@ FMA_UNITS = (1, 2)
 FLOAT32_BITS = 32
 
 
+class Vector(TypedDict):
+    """The widest float vector unit the CPU offers, and whether it has FMA."""
+
+    instructions: str
+    bits: int
+    fma: bool
+
+
 def cpu_flags() -> set[str]:
     return set((_cpuinfo_field("flags") or _cpuinfo_field("Features") or "").split())
 
 
-def vector_width(flags: set[str] | None = None) -> dict[str, Any]:
+def vector_width(flags: set[str] | None = None) -> Vector:
     """The widest float vector the CPU offers (its flags), and whether it has FMA:
     a BLAS kernel narrower than this leaves the difference unused."""
     flags = cpu_flags() if flags is None else flags
@@ -235,7 +243,7 @@ def clock_ghz() -> tuple[float | None, str]:
 
 
 def theoretical_peak(cores: int | None = None, clock: tuple[float | None, str] | None = None,
-                     vector: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                     vector: Vector | None = None) -> dict[str, object] | None:
     """float32 GFLOP/s at best: cores x clock x FLOP per cycle, a range since the FMA
     pipes per core cannot be read (FMA_UNITS). None where the clock is unknown."""
     cores = physical_cores() if cores is None else cores
@@ -255,7 +263,7 @@ def theoretical_peak(cores: int | None = None, clock: tuple[float | None, str] |
                     f"{FMA_UNITS[0]}-{FMA_UNITS[1]} pipes, a count software cannot read)")}
 
 
-def hardware_facts() -> dict[str, Any]:
+def hardware_facts() -> dict[str, object]:
     """The hardware and OS half of machine.json; the software half comes from the MXNet side."""
     return {
         "cpu": {

@@ -25,7 +25,6 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from d2lperf import children, hostlock, progress, stages, steadiness
 from d2lperf.arguments import (
@@ -36,6 +35,7 @@ from d2lperf.arguments import (
     positive_int,
 )
 from d2lperf.frameworks import REGISTRY
+from d2lperf.records import RunRecord, SampleRow, Snapshot
 from d2lperf.results import COLUMNS, read_json, write_csv, write_json
 
 STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after: 5)
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def manager_options(args: argparse.Namespace) -> dict[str, Any]:
+def manager_options(args: argparse.Namespace) -> dict[str, object]:
     """The manager's options as the run record keeps them: all three where stages ran
     (the defaults they ran with filled in), else those given."""
     staged = (args.processes or 1) > 1
@@ -120,7 +120,7 @@ class Worker:
         self.section = args.section
         self.processes = args.processes or 1
 
-    def run(self, tmp: Path, index: int) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    def run(self, tmp: Path, index: int) -> tuple[RunRecord, list[SampleRow]]:
         """Process ``index``: its run record and its rows. A process that fails ends the
         section with its exit code (a usage error stays a usage error)."""
         csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
@@ -137,7 +137,7 @@ class Worker:
 
 
 def _run_stages(args: argparse.Namespace, worker: Worker,
-                before: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                before: Snapshot) -> tuple[RunRecord, list[SampleRow]]:
     """The worker in fresh processes, in the stages of ``d2lperf.stages`` (``--processes``
     first, more while its claims are undecided and its budget allows); the first one's
     record (parameters, outputs, build) is the section's, with every process's own

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from d2lperf import stats
+from d2lperf.records import RunRecord, SampleRow, StagesRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,7 +87,7 @@ class Measurements:
     decisive at 95% on the same pooled data."""
 
     def __init__(self, samples: pd.DataFrame, summary: pd.DataFrame,
-                 runs: dict[str, dict[str, Any]], band: float, exact: bool = False) -> None:
+                 runs: dict[str, RunRecord], band: float, exact: bool = False) -> None:
         found = samples.assign(_epoch=samples["epoch"].notna()).to_dict("records") \
             if len(samples) else []
         measured = summary[summary["median"].notna()]
@@ -94,8 +95,8 @@ class Measurements:
         self._setup(found, measured.to_dict("records"), runs, band, exact)
 
     @classmethod
-    def from_rows(cls, rows: list[dict[str, Any]], section: str,
-                  runs: dict[str, dict[str, Any]], band: float) -> Measurements:
+    def from_rows(cls, rows: list[SampleRow], section: str,
+                  runs: dict[str, RunRecord], band: float) -> Measurements:
         """A section's own rows (as its CSV holds them: strings, an empty epoch) before
         any summary: what the stages decide on, by the report's own claims."""
         found = [{**row, "section": section, "metric": row.get("metric") or "time",
@@ -114,7 +115,7 @@ class Measurements:
         return made
 
     def _setup(self, samples: list[dict[str, Any]], summary: list[dict[str, Any]],
-               runs: dict[str, dict[str, Any]], band: float, exact: bool) -> None:
+               runs: dict[str, RunRecord], band: float, exact: bool) -> None:
         self.runs, self.band, self.exact = runs, band, exact
         self.projection: Projection | None = None
         self.index: dict[tuple, list[tuple[int, float, bool]]] = {}
@@ -146,7 +147,7 @@ class Measurements:
                     found.setdefault(process, []).append(value)
         return dict(sorted(found.items())) or None
 
-    def staged(self, section: str) -> dict[str, Any]:
+    def staged(self, section: str) -> StagesRecord:
         return (self.runs.get(section) or {}).get("stages") or {}
 
     def confidence(self, section: str) -> float:

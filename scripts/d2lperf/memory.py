@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TypedDict
 
 import psutil
 
@@ -130,11 +130,22 @@ class PeakRSS:
 
 MODES = ("sync", "async")
 MEMORY_FIGURES = ("memory_increase", "peak_memory_increase")
-Runs = dict[str, list[dict[str, Any]]]
+class MemoryRun(TypedDict):
+    """One run of one mode, in its fresh process (a twin's ``train``): the elapsed time at
+    every reported batch, the total, and the memory figures with how the peak was read."""
+
+    batch_seconds: dict[str, float]
+    total_seconds: float
+    memory_increase: float
+    peak_memory_increase: float
+    peak_method: str
+
+
+Runs = dict[str, list[MemoryRun]]
 
 
 def main(framework: str, description: str, body: Callable[[argparse.Namespace, Recorder], None],
-         train: Callable[[str, argparse.Namespace], dict[str, Any]],
+         train: Callable[[str, argparse.Namespace], MemoryRun],
          add_workload: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
     """A twin's entry point: the section (``body``, through harness.main), or, with
     ``--child MODE`` (``run_modes`` starts it), one run of one mode in this fresh process,

@@ -113,7 +113,7 @@ def check_two_cpu_queues(kind: str, threads: int) -> None:
         )
 
 
-def build_info() -> dict[str, Any]:
+def build_info() -> dict[str, object]:
     """Version, build features, visible GPUs and the BLAS this process loaded."""
     import mxnet as mx
 

@@ -12,7 +12,7 @@ from d2lperf import sections
 FRAMEWORK_OPTIONS = sections.framework_options()
 
 
-def for_framework(options: Mapping[str, Any], framework: str) -> dict[str, Any]:
+def for_framework(options: Mapping[str, object], framework: str) -> dict[str, object]:
     """A preset section's entries as ``framework``'s script takes them: those only another
     framework's script takes left out, a value given per framework (``repeats: {mxnet: 10,
     pytorch: 30}``, checked by the config check to name every framework that runs)

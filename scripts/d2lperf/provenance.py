@@ -8,7 +8,6 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from d2lperf.frameworks import REGISTRY
 from d2lperf.machine import cpu_governor
@@ -90,7 +89,7 @@ def thread_settings() -> dict[str, str | None]:
     return {name: os.environ.get(name) for name in THREAD_VARIABLES}
 
 
-def git_commit(root: Path = REPO_ROOT) -> dict[str, Any]:
+def git_commit(root: Path = REPO_ROOT) -> dict[str, object]:
     """The commit the code ran at, and whether the working tree had changes."""
 
     def git(*args: str) -> str | None:
@@ -126,7 +125,7 @@ def peak_rss_mb() -> dict[str, float]:
     }
 
 
-def run_context() -> dict[str, Any]:
+def run_context() -> dict[str, object]:
     """Everything about the process and code that a result should carry with it."""
     return {
         "python": platform.python_version(),

@@ -20,12 +20,11 @@ from typing import Any
 
 from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS, rule_name
+from d2lperf.records import Output, RunRecord, SampleRow
 from d2lperf.timing import Sample
 
 COLUMNS = ("section", "framework", "case", "metric", "unit", "process", "repeat", "position",
            "value", "epoch", "devices", "format_version")
-
-
 # The run record's format. 1: no format_version, and a record without a framework is the
 # documents' framework's (written before there were two). 2: format_version, and the
 # framework always named. 3: a section is called a section (``section``, which older
@@ -50,7 +49,7 @@ def older_columns(columns: Iterable[str]) -> dict[str, str]:
             if old in columns}
 
 
-def current_rows(reader: csv.DictReader) -> tuple[list[str], list[dict[str, Any]]]:
+def current_rows(reader: csv.DictReader) -> tuple[list[str], list[SampleRow]]:
     """A CSV table's columns and rows (csv.DictReader's), named as the current format
     names them (``older_columns``)."""
     renames = older_columns(reader.fieldnames or [])
@@ -74,7 +73,7 @@ def newer_format(version: Any) -> str | None:
     return unknown_format(version)
 
 
-def migrate_run(record: Mapping[str, Any]) -> dict[str, Any]:
+def migrate_run(record: Mapping[str, Any]) -> RunRecord:
     """A run record of any format this code knows, in the current one: the one place that
     knows the older formats, so no reader guesses at what an older record left out."""
     version = record.get("format_version", 1)
@@ -141,10 +140,10 @@ class Recorder:
         self.section = section
         self.framework = framework
         self.process = process
-        self.rows: list[dict[str, Any]] = []
-        self.outputs: dict[str, dict[str, Any]] = {}
+        self.rows: list[SampleRow] = []
+        self.outputs: dict[str, Output] = {}
         self.artifacts: list[str] = []
-        self.notes: dict[str, Any] = {}
+        self.notes: dict[str, object] = {}
 
     def samples(
         self,
@@ -191,7 +190,7 @@ class Recorder:
         """Record a printed output: the text as printed, and its numbers when it has any;
         ``by_design``: why this framework prints something else by its design (the report
         shows it as such, not as a failed reproduction)."""
-        entry: dict[str, Any] = {"text": text}
+        entry: Output = {"text": text}
         if values is not None:
             entry["values"] = values
         if by_design:
@@ -211,7 +210,7 @@ def _atomic_write(path: Path, write) -> None:
         raise
 
 
-def write_csv(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
+def write_csv(path: str | Path, rows: Iterable[Mapping[str, object]]) -> None:
     def write(handle):
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
@@ -226,7 +225,7 @@ def write_text(path: str | Path, text: str) -> None:
     _atomic_write(Path(path), lambda h: h.write(text))
 
 
-def write_json(path: str | Path, data: dict[str, Any]) -> None:
+def write_json(path: str | Path, data: Mapping[str, object]) -> None:
     _atomic_write(Path(path), lambda h: h.write(json.dumps(data, indent=2, sort_keys=True) + "\n"))
 
 
@@ -296,7 +295,7 @@ def _load_json(path: str | Path) -> Any:
         raise RecordError(f"{path}: cannot be read: {error.strerror}") from None
 
 
-def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str, Any]:
+def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> RunRecord:
     """A section's run.json, checked (``check_run``) and in the current format whatever
     format it was written in (``migrate_run``): RecordError names the file when it is no
     JSON, is cut short, is not this folder's run record, or is of a format this code does

@@ -29,7 +29,7 @@ TRAINING = {"$ref": "#/$defs/training"}
 BUDGET = {"$ref": "#/$defs/budget_seconds"}
 
 
-def per_framework(schema: Mapping[str, Any]) -> dict[str, Any]:
+def per_framework(schema: Mapping[str, object]) -> dict[str, object]:
     """An option that takes one value, or one per framework (``repeats: {mxnet: 10,
     pytorch: 30}``): how much is measured may differ by framework, a round of one
     framework's work costing a fraction of another's; what is measured may not."""
@@ -109,7 +109,7 @@ class Section:
     mem_mb: int = 8000
     claims: tuple[SpeedClaim, ...] = ()
 
-    def options_schema(self) -> dict[str, Any]:
+    def options_schema(self) -> dict[str, object]:
         """The JSON schema of this section's entry in a preset."""
         if "$ref" in self.options:
             return dict(self.options)
@@ -260,13 +260,14 @@ def framework_options() -> dict[str, str]:
     return {k: v for s in SECTIONS.values() for k, v in s.framework_options.items()}
 
 
-def preset_schema() -> dict[str, Any]:
+def preset_schema() -> dict[str, object]:
     """The JSON schema of one preset: an entry per section, each with its options."""
     return {"type": "object", "additionalProperties": False, "required": names(),
             "properties": {name: s.options_schema() for name, s in SECTIONS.items()}}
 
 
-def slurm_resources(section: str, framework_gpus: bool, threads: int | str) -> dict[str, Any]:
+def slurm_resources(section: str, framework_gpus: bool, threads: int | str,
+                    ) -> dict[str, int | str]:
     """What one timing job asks SLURM for: its node exclusively, the section's time and
     memory, its GPUs (at least one for a framework that runs every section on a GPU where
     there is one: ``framework_gpus``; none asked for where it needs none), and a core per

@@ -70,10 +70,10 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from d2lperf import checks, claims, stats, steadiness, verdicts
 from d2lperf.measurements import Measurements, Projection
+from d2lperf.records import Answer, Load, Reach, RunRecord, SampleRow, StageEntry, StagesRecord
 
 ALPHA = 1 - stats.CONFIDENCE  # the error rate all looks of a section share
 MIN_PROCESSES = 2  # a section's first processes, run whatever its budget
@@ -106,7 +106,7 @@ def sections() -> set[str]:
     return {c.section for c in claims.CLAIMS} | {pair[1] for pair in checks.AA_PAIRS}
 
 
-def measurements(rows: Sequence[dict[str, Any]], section: str, run: dict[str, Any],
+def measurements(rows: Sequence[SampleRow], section: str, run: RunRecord,
                  band: float, confidence: float, looks: int) -> Measurements:
     """The pooled ``rows`` as the report will judge them: at ``confidence``, the p-values
     counted once per planned look."""
@@ -114,7 +114,7 @@ def measurements(rows: Sequence[dict[str, Any]], section: str, run: dict[str, An
     return Measurements.from_rows(list(rows), section, {section: staged}, band)
 
 
-def look(m: Measurements, section: str, run: dict[str, Any]) -> list[dict[str, Any]]:
+def look(m: Measurements, section: str, run: RunRecord) -> list[Answer]:
     """The section's claims and A/A checks that apply and were measured, judged on ``m``
     by ``claims.decide`` as the report will judge them, with Holm's strictest step over
     every claim that applies to this framework where ``run`` ran."""
@@ -127,8 +127,8 @@ def look(m: Measurements, section: str, run: dict[str, Any]) -> list[dict[str, A
              "p_value": v.p_value, "decided": v.verdict != claims.UNSURE} for v in found]
 
 
-def reach(m: Measurements, section: str, run: dict[str, Any], open_: Sequence[dict[str, Any]],
-          now: int, then: int) -> dict[str, Any]:
+def reach(m: Measurements, section: str, run: RunRecord, open_: Sequence[Answer],
+          now: int, then: int) -> Reach:
     """Whether a look at ``then`` processes could decide the claims (``open_``: their
     answers) that the look at ``now`` left undecided: each estimate of ``m`` projected
     with the spread it has (``stats.Estimate.projected``), where it is and moved
@@ -151,20 +151,20 @@ class Stage:
     """What one stage of processes gave back: their run records and rows, and how busy
     the machine was while they ran."""
 
-    records: list[dict[str, Any]]
-    rows: list[dict[str, Any]]
-    load: dict[str, Any]
+    records: list[RunRecord]
+    rows: list[SampleRow]
+    load: Load
     probe_s: float | None = None
 
 
-Room = Callable[[Sequence[dict[str, Any]]], bool]
+Room = Callable[[Sequence[RunRecord]], bool]
 
 
 def run(spawn: Callable[[int, int, Room], Stage], first: int, *, section: str, band: float,
         budget: float, threads: int, probe_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         wait: Callable[[float], bool] | None = None,
-        futility: bool = True) -> tuple[list[Stage], list[bool], dict[str, Any]]:
+        futility: bool = True) -> tuple[list[Stage], list[bool], StagesRecord]:
     """Run the planned stages through ``spawn(first_index, count, room)`` until decided,
     out of reach, the budget is spent or the plan ends; ``spawn`` asks ``room(records)``
     (the stage's run records so far) before each further process of the stage, and
@@ -220,7 +220,7 @@ class _Staging:
         self.questions = section in sections()
         self.started = clock()
         self.done: list[Stage] = []
-        self.history: list[dict[str, Any]] = []
+        self.history: list[StageEntry] = []
         self.next_index, self.may_wait = 0, True
         self.probes = [probe_s] if probe_s is not None else []
         self.closings: list[float] = []  # what each stage spent after its processes (its probe)
@@ -233,7 +233,7 @@ class _Staging:
     def fits(self, count: int) -> bool:
         return _fits(_walls(self.done), count, self.spent(), self.budget)
 
-    def room(self, records: Sequence[dict[str, Any]]) -> bool:
+    def room(self, records: Sequence[RunRecord]) -> bool:
         walls = _walls(self.done, records)
         if len(walls) < MIN_PROCESSES:
             return True
@@ -299,7 +299,7 @@ class _Staging:
         return None
 
 
-def _nothing_here(section: str, record: dict[str, Any]) -> bool:
+def _nothing_here(section: str, record: RunRecord) -> bool:
     """Whether ``section`` has claims or A/A checks, none of which applies where
     ``record`` ran (a section without any is run for its processes: not this)."""
     if section not in sections() or any(pair[1] == section for pair in checks.AA_PAIRS):
@@ -312,7 +312,7 @@ def _skipped(stage: Stage) -> bool:
     return any(r.get("status") != "ok" for r in stage.records)
 
 
-def _walls(stages: Sequence[Stage], records: Sequence[dict[str, Any]] = ()) -> list[float]:
+def _walls(stages: Sequence[Stage], records: Sequence[RunRecord] = ()) -> list[float]:
     """The wall times of the stages' processes, then of ``records``, in order."""
     return [r.get("wall_seconds") or 0.0
             for r in [*(r for s in stages for r in s.records), *records]]
@@ -335,13 +335,13 @@ def _affordable(planned: int, walls: Sequence[float], spent: float, budget: floa
     return count if count >= min(planned, MIN_PROCESSES) else 0
 
 
-def _pool(history: list[dict[str, Any]]) -> list[bool]:
+def _pool(history: list[StageEntry]) -> list[bool]:
     """The quiet stages, where there is one; else every stage (all measured busy)."""
     quiet = [not h["busy"] for h in history]
     return quiet if any(quiet) else [True] * len(history)
 
 
-def _why(stopped: str, history: list[dict[str, Any]], budget: float,
+def _why(stopped: str, history: list[StageEntry], budget: float,
          sizes: list[int]) -> str:
     answers = next((h["look"] for h in reversed(history) if h.get("look")), [])
     open_ = [a["question"] for a in answers if not a["decided"] and a["kind"] == "claim"]
@@ -383,7 +383,7 @@ def wait_for_quiet(limit: float, poll: float = WAIT_POLL_S) -> bool:
     return False
 
 
-def summary_text(record: dict[str, Any]) -> str:
+def summary_text(record: StagesRecord) -> str:
     """One line for the report: how many stages a section took and why it stopped."""
     stages = record.get("count", 1)
     text = (f"{stages} stage{'s' if stages != 1 else ''}, {record.get('processes_pooled')} "

@@ -32,7 +32,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # this file also runs alone, isolated (-I): the probe's own processes
+    from d2lperf.records import CpuTimes, Load, Snapshot, Steadiness
 
 PROBE_REPEATS = 5
 PROBE_MOVED = 0.10  # the probe's median after vs before
@@ -106,7 +109,7 @@ def _probe_worker(loops: int, repeats: int, start_at: float) -> None:
     print(" ".join(repr(v) for v in _time_probe(loops, repeats)), flush=True)
 
 
-def cpu_times() -> dict[str, int] | None:
+def cpu_times() -> CpuTimes | None:
     """Aggregate CPU jiffies from /proc/stat: total, steal and busy (neither idle, iowait
     nor stolen); None where there is none."""
     try:
@@ -142,7 +145,7 @@ def run_queue(readings: int = RUN_QUEUE_READINGS, interval: float = 0.02) -> lis
     return found
 
 
-def snapshot(seconds: float, threads: int = 1) -> dict[str, Any]:
+def snapshot(seconds: float, threads: int = 1) -> Snapshot:
     """The machine's state now: the run queue, probe samples on ``threads`` processes,
     load average, CPU counters."""
     try:
@@ -154,7 +157,7 @@ def snapshot(seconds: float, threads: int = 1) -> dict[str, Any]:
             "probe_threads": threads, "load_average": load, "cpu_times": cpu_times()}
 
 
-def summary(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def summary(before: Snapshot, after: Snapshot) -> Steadiness:
     """Probe medians, how much the probe moved, the stolen share, and the flags."""
     probe_before = statistics.median(before["probe_s"])
     probe_after = statistics.median(after["probe_s"])
@@ -200,10 +203,10 @@ class Window:
         self.start_cpu, self.start_own = cpu_times(), _own_cpu_seconds()
         self.start_wall = time.monotonic()
 
-    def close(self) -> dict[str, Any]:
+    def close(self) -> Load:
         wall = time.monotonic() - self.start_wall
         end_cpu, own = cpu_times(), _own_cpu_seconds() - self.start_own
-        found: dict[str, Any] = {"wall_s": round(wall, 3), "own_cores": None,
+        found: Load = {"wall_s": round(wall, 3), "own_cores": None,
                                  "others_cores": None, "cores": os.cpu_count() or 1}
         if self.start_cpu and end_cpu and wall > 0:
             busy = (end_cpu["busy"] - self.start_cpu["busy"]) / os.sysconf("SC_CLK_TCK")
@@ -212,7 +215,7 @@ class Window:
         return found
 
 
-def busy(load: dict[str, Any], threads: int, earlier_probes: Sequence[float] = (),
+def busy(load: Load, threads: int, earlier_probes: Sequence[float] = (),
          probe_s: float | None = None) -> list[str]:
     """Why a stage counts as measured on a busy machine (empty: it does not). ``load`` is
     a ``Window``'s figures; ``probe_s`` the stage's threaded probe after it, judged

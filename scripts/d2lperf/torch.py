@@ -275,7 +275,7 @@ def build_settings(config: str) -> dict[str, str]:
     return {pair[0]: pair[1] for pair in pairs if len(pair) == 2 and pair[0].isupper()}
 
 
-def gpu_info(index: int) -> dict[str, Any]:
+def gpu_info(index: int) -> dict[str, object]:
     import torch
 
     props = torch.cuda.get_device_properties(index)
@@ -289,14 +289,14 @@ def gpu_info(index: int) -> dict[str, Any]:
     }
 
 
-def build_info() -> dict[str, Any]:
+def build_info() -> dict[str, object]:
     """What run.json records of torch: its build, its threads, and the settings that
     change GPU timings (TF32, cuDNN's autotuner), with the GPUs it sees."""
     import torch
 
     settings = build_settings(_quiet(torch.__config__.show, ""))
     cuda = torch.cuda.is_available()
-    info: dict[str, Any] = {
+    info: dict[str, object] = {
         "version": torch.__version__,
         "git": torch.version.git_version,
         "build": "cuda" if torch.version.cuda else ("rocm" if torch.version.hip else "cpu"),

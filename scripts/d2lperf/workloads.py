@@ -8,6 +8,7 @@ slow machine from a bad measurement.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 FLOAT32_BYTES = 4
@@ -32,7 +33,7 @@ def record_rate(rec: Any, case: str, amount: float, unit: str, seconds: list[flo
     print(f"{case}: median {Stats(rates).median:.1f} {unit} on {devices}", flush=True)
 
 
-def work(section: str, case: str, parameters: dict[str, Any]) -> tuple[float, str] | None:
+def work(section: str, case: str, parameters: Mapping[str, Any]) -> tuple[float, str] | None:
     """(amount, "GFLOP" or "GB") that one sample of this case performs, where known."""
     if section == "async_computation":
         n = parameters["size"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
@@ -39,7 +38,7 @@ def get_mem() -> float:
     return memory.rss_bytes() / memory.MB
 
 
-def train(mode: str, args: argparse.Namespace) -> dict[str, Any]:
+def train(mode: str, args: argparse.Namespace) -> memory.MemoryRun:
     """One run of the document's loop in ``mode``; runs in a child process."""
     import mxnet as mx
     from mxnet import autograd, gluon, nd

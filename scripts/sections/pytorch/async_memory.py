@@ -33,7 +33,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
 import argparse
-from typing import Any
 
 from d2lperf import devices as device_options
 from d2lperf import memory, timing
@@ -53,7 +52,7 @@ def l2_loss(y_hat, y):
     return 0.5 * (y_hat.reshape(y.shape) - y) ** 2
 
 
-def train(mode: str, args: argparse.Namespace) -> dict[str, Any]:
+def train(mode: str, args: argparse.Namespace) -> memory.MemoryRun:
     """One run of the document's loop in ``mode``; runs in a child process."""
     import torch
     from torch import nn
