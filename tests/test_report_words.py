@@ -84,3 +84,35 @@ def test_each_section_says_how_it_was_measured_and_whether_the_machine_was_stead
     assert lines, "no section says how it was measured"
     assert all("the machine was" in line for line in lines), lines
     assert opened.count("How this was measured") >= 3
+
+
+def busy_run(threads: int, others: float, cores: int = 2) -> dict:
+    """A section's run record whose every stage was measured while other programs kept
+    ``others`` of the machine's ``cores`` busy, timed with ``threads`` threads."""
+    load = {"wall_s": 30.0, "own_cores": float(threads), "others_cores": others, "cores": cores}
+    history = [{"stage": k, "busy": True, "load": load, "pooled": True} for k in (1, 2)]
+    return {"status": "ok", "wall_seconds": 60.0, "threads": {"OMP_NUM_THREADS": str(threads)},
+            "parameters": {"repeats": 10, "processes": 4, "threads": threads},
+            "processes": [{}] * 4,
+            "stages": {"count": 2, "all_busy": True, "history": history, "processes_pooled": 4}}
+
+
+def test_a_thread_count_a_busy_machine_made_harmful_is_named():
+    """Two timing threads on two cores, one of them kept busy by another program: every
+    threaded step waits for the thread that shares a core, and the line says so, with the
+    count that fits what was free."""
+    from d2lperf.report.sections_view import run_line
+
+    text = run_line(busy_run(threads=2, others=0.97))["text"]
+    assert "busy throughout" in text
+    assert "other programs kept 0.97 of its 2 cores busy" in text
+    assert "its 2 timing threads shared a core with them" in text
+    assert "threads: 1 fits what was free" in text
+    assert not JARGON.search(text), JARGON.search(text)
+    # one thread beside one busy core of two: nothing to name; nor on a quiet machine
+    assert "shared a core" not in run_line(busy_run(threads=1, others=0.97))["text"]
+    quiet = busy_run(threads=2, others=0.0)
+    for entry in quiet["stages"]["history"]:
+        entry["busy"] = False
+    quiet["stages"]["all_busy"] = False
+    assert "shared a core" not in run_line(quiet)["text"]

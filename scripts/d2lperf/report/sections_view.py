@@ -5,6 +5,8 @@ that runs it."""
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 
 from d2lperf import stages
 from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
@@ -100,24 +102,47 @@ def run_line(run: Row | None) -> Row:
         flags = steady.get("flags") or []
     text = ", ".join(plain)
     if steady or run.get("stages"):
-        text += "; " + steadiness_words(run.get("stages") or {}, flags)
+        text += "; " + steadiness_words(run.get("stages") or {}, flags, threads)
     return {"status": status, "text": text, "flags": flags, "method": "; ".join(method)}
 
 
-def steadiness_words(staging: Row, flags: list[str]) -> str:
+def steadiness_words(staging: Row, flags: list[str], threads: object = None) -> str:
     """Whether the machine was steady while a section was measured, in words: the stages
     of processes measured while other programs kept the CPU busy, and the CPU probe before
-    and after the section (``flags``)."""
+    and after the section (``flags``). Busy throughout, with more timing ``threads`` than
+    cores left free, it names the thread count: each threaded step then waits for the
+    thread that shares a core, which moves ratios, not only times."""
     history = staging.get("history") or []
     busy = [h for h in history if h.get("busy")]
     if busy and staging.get("all_busy"):
-        return "the machine was busy throughout (its figures are kept: read them with care)"
+        return ("the machine was busy throughout" + crowded_threads_words(busy, threads)
+                + " (its figures are kept: read them with care)")
     if busy:
         return (f"the machine was busy while {len(busy)} of its {len(history)} batches of "
                 "processes ran (those were set aside)")
     if flags:
         return "the machine was not steady: " + "; ".join(flags)
     return "the machine was steady"
+
+
+def crowded_threads_words(busy: list[Row], threads: object) -> str:
+    """Where other programs left fewer cores free than the timing had threads (the
+    busy stages' median load): how many, and the thread count that fits what was free."""
+    loads = [h["load"] for h in busy if (h.get("load") or {}).get("others_cores") is not None]
+    try:
+        count = int(str(threads))
+    except ValueError:
+        return ""
+    if not loads or count < 2:
+        return ""
+    others = statistics.median(load["others_cores"] for load in loads)
+    cores = loads[0].get("cores") or count
+    free = max(1, math.floor(cores - others + 0.25))  # a core a quarter used is still free
+    if free >= count:
+        return ""
+    return (f": other programs kept {others:.2f} of its {cores} cores busy, so its {count} "
+            f"timing threads shared a core with them, and each threaded step waited for the "
+            f"thread that did (threads: {free} fits what was free)")
 
 
 def sections_view(args: argparse.Namespace, runs: dict[tuple[str, str], Row],
