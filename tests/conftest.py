@@ -216,7 +216,6 @@ def samples_by_case(rows: list[dict[str, str]]) -> dict[str, list[float]]:
     return samples
 
 
-# What a section's run record holds beyond its own options when it ran in one process.
-# (the stages' budget and band are there too: a single process has no further stage)
-SINGLE_PROCESS = {"processes": 1, "seed": 0, "probe_seconds": 0.2, "budget_seconds": 180.0,
-                  "band": 0.05}
+# What a section's run record holds beyond its own options when its script ran by hand, in
+# one process: no processes, budget or band (those are the manager's, d2lperf.manager).
+SINGLE_PROCESS = {"seed": 0, "probe_seconds": 0.2}
