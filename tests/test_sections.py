@@ -45,13 +45,17 @@ def test_the_documents_preset_runs_the_documents_workloads():
             assert preset[name]["devices"] == runs["devices_per_run"], name
             for key in ("batch_sizes", "learning_rates", "epochs"):
                 assert preset[name][key] == runs[key], (name, key)
-def test_every_section_has_a_script_for_each_of_its_frameworks():
+def test_which_frameworks_have_a_section_follows_from_their_scripts(tmp_path, monkeypatch):
     from d2lperf import frameworks
 
     for name, entry in sections.SECTIONS.items():
-        for framework in frameworks.names():
-            script = REPO / "scripts/sections" / framework / f"{name}.py"
-            assert script.exists() == entry.has(framework), script
+        assert entry.has(frameworks.DOCUMENTS), name  # the documents' code: every section
+    monkeypatch.setattr(sections, "SCRIPTS", tmp_path)
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "hybridize.py").write_text("")
+    assert sections.SECTIONS["hybridize"].has("toy")
+    assert not sections.SECTIONS["ceilings"].has("toy")
+    assert not sections.SECTIONS["hybridize"].has("mxnet")  # its folder is elsewhere now
 
 
 def test_the_table_loads_nothing_but_the_standard_library():

@@ -81,8 +81,8 @@ class Section:
     config's gpu_sections_on_cpu says otherwise); ``data``: trains on Fashion-MNIST;
     ``blas``: its timings rest on BLAS calls (a BLAS variant checks its numerics);
     ``exports_model``: its script writes a model folder beside its results.
-    ``frameworks``: the frameworks that have it (None: every registered one);
-    ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
+    Which frameworks have it follows from their scripts (``has``: a
+    ``scripts/sections/<framework>/<name>.py`` exists); ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
     ``runtime`` (minutes) and ``mem_mb``: what each of its jobs asks SLURM for.
     ``claims``: its claims that are one case faster than another (``SpeedClaim``)."""
 
@@ -103,7 +103,6 @@ class Section:
     data: bool = False
     blas: bool = False
     exports_model: bool = False
-    frameworks: tuple[str, ...] | None = None
     takes_device: bool = True
     runtime: int = 30
     mem_mb: int = 8000
@@ -117,7 +116,11 @@ class Section:
                 "required": list(self.required), "properties": dict(self.options)}
 
     def has(self, framework: str) -> bool:
-        return self.frameworks is None or framework in self.frameworks
+        """Whether ``framework`` has this section: its script is there."""
+        return (SCRIPTS / framework / f"{self.name}.py").is_file()
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "sections"  # a folder per framework
 
 
 # In the documents' order: the report shows them so.
