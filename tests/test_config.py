@@ -111,6 +111,18 @@ def test_how_much_to_measure_may_differ_by_framework():
     check_config(only_mxnet, SCHEMA)
 
 
+def test_a_framework_a_value_does_not_name_takes_its_default_else_the_documents():
+    """A framework added later needs no edit of the presets."""
+    from d2lperf.presets import for_framework
+
+    check_config(changed(["presets", "ci", "hybridize", "repeats"], {"mxnet": 3}), SCHEMA)
+    check_config(changed(["presets", "ci", "hybridize", "repeats"],
+                         {"pytorch": 5, "default": 4}), SCHEMA)
+    assert for_framework({"repeats": {"mxnet": 3}}, "pytorch") == {"repeats": 3}
+    assert for_framework({"repeats": {"mxnet": 3, "default": 4}}, "pytorch") == {"repeats": 4}
+    assert for_framework({"repeats": {"mxnet": 3, "default": 4}}, "mxnet") == {"repeats": 3}
+
+
 @pytest.mark.parametrize("path, value, message", [
     (["presets", "ci", "hybridize", "forward_passes"], {"mxnet": 100, "pytorch": 200},
      "config key presets.ci.hybridize.forward_passes = {'mxnet': 100, 'pytorch': 200}: one "
@@ -123,9 +135,10 @@ def test_how_much_to_measure_may_differ_by_framework():
      "config key presets.ci.hybridize.repeats.pytorch = 0: 0 is less than the minimum of 1"),
     (["presets", "ci", "hybridize", "repeats"], {},
      "config key presets.ci.hybridize.repeats = {}: a number, or one per framework"),
-    (["presets", "ci", "hybridize", "repeats"], {"mxnet": 3},
-     "config key presets.ci.hybridize.repeats names no value for pytorch (config key "
-     "frameworks runs it); name one for each of: mxnet, pytorch"),
+    (["presets", "ci", "hybridize", "repeats"], {"pytorch": 3},
+     "config key presets.ci.hybridize.repeats names no value for mxnet (config key "
+     "frameworks runs it); name one for each, or a 'default' (a framework not named takes "
+     "it, else mxnet's value)"),
 ])
 def test_bad_per_framework_values_name_the_key(path, value, message):
     with pytest.raises(ConfigError) as error:

@@ -12,6 +12,7 @@ import yaml
 
 from d2lperf import data, frameworks, sections
 from d2lperf.machine import MachineIdError, check_machine_id
+from d2lperf.presets import per_framework_value
 
 # One training run per entry: devices[i] devices, batch_sizes[i], learning_rates[i].
 TRAINING_LISTS = ("devices", "batch_sizes", "learning_rates")
@@ -201,12 +202,14 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
         for section, options in preset.items():
             for key in sections.PER_FRAMEWORK:
                 value = options.get(key) if isinstance(options, Mapping) else None
-                missing = [f for f in running if isinstance(value, dict) and f not in value]
+                missing = [f for f in running if isinstance(value, dict)
+                           and per_framework_value(value, f) is None]
                 if missing:
                     raise ConfigError(
                         f"config key presets.{name}.{section}.{key} names no value for "
                         f"{', '.join(missing)} (config key frameworks runs it); name one for "
-                        f"each of: {', '.join(running)}")
+                        f"each, or a '{sections.DEFAULT}' (a framework not named takes it, "
+                        f"else {frameworks.DOCUMENTS}'s value)")
     # machine names the folder this run writes; baseline_machine any folder under
     # results/, a BLAS variant's or a kept archive's included
     for key in ("machine", "baseline_machine"):

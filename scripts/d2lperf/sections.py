@@ -29,12 +29,18 @@ TRAINING = {"$ref": "#/$defs/training"}
 BUDGET = {"$ref": "#/$defs/budget_seconds"}
 
 
+DEFAULT = "default"  # in a value per framework: the value of every framework not named
+
+
 def per_framework(schema: Mapping[str, object]) -> dict[str, object]:
     """An option that takes one value, or one per framework (``repeats: {mxnet: 10,
     pytorch: 30}``): how much is measured may differ by framework, a round of one
-    framework's work costing a fraction of another's; what is measured may not."""
+    framework's work costing a fraction of another's; what is measured may not. A
+    framework it does not name takes its ``default`` entry, else the documents'
+    framework's (``presets.for_framework``): a framework added later needs no edit."""
+    names = {"anyOf": [{"$ref": "#/$defs/framework"}, {"const": DEFAULT}]}
     return {"anyOf": [dict(schema), {"type": "object", "minProperties": 1,
-                                     "propertyNames": {"$ref": "#/$defs/framework"},
+                                     "propertyNames": names,
                                      "additionalProperties": dict(schema)}]}
 
 
@@ -82,7 +88,8 @@ class Section:
     ``blas``: its timings rest on BLAS calls (a BLAS variant checks its numerics);
     ``exports_model``: its script writes a model folder beside its results.
     Which frameworks have it follows from their scripts (``has``: a
-    ``scripts/sections/<framework>/<name>.py`` exists); ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
+    ``scripts/sections/<framework>/<name>.py`` exists).
+    ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
     ``runtime`` (minutes) and ``mem_mb``: what each of its jobs asks SLURM for.
     ``claims``: its claims that are one case faster than another (``SpeedClaim``)."""
 
