@@ -9,7 +9,7 @@ SNAKEMAKE := $(VENV)/bin/snakemake
 AXE := tests/.axe
 
 .PHONY: report test setup envs data browser blas slurm lint lock bench clean
-.PHONY: lock-torch
+.PHONY: lock-torch lock-jax
 
 ## report: set everything up, run the pipeline, print where the report is
 ## (the archives kept under report/machines/, such as a GPU check's, are compared too)
@@ -23,7 +23,11 @@ test: setup browser blas slurm
 
 setup: envs data
 
-envs: $(VENV)/.installed $(MXVENV)/.installed $(TVENV)/.installed
+# Every framework's environment, from the registry (scripts/d2lperf/frameworks.py): a
+# framework without a rule of its own below is built from its lock by the pattern rule.
+FRAMEWORK_VENVS := $(shell cd scripts && $(PYTHON) -c \
+	'from d2lperf import frameworks; print(*frameworks.environments())')
+envs: $(VENV)/.installed $(addsuffix /.installed,$(FRAMEWORK_VENVS))
 
 # The workflow environment: Snakemake, pandas, matplotlib, jinja2, pytest (modern numpy).
 $(VENV)/.installed: envs/workflow.lock.txt
@@ -65,6 +69,13 @@ $(TVENV)/.installed: envs/torch.lock.txt
 	       -r $(TVENV)/requirements.txt; }
 	echo $(TORCH_BUILD) > $@
 
+# A framework's environment from its lock alone (JAX's: jax and jaxlib's CPU build, flax,
+# optax); envs/<name>.lock.txt for .venv-<name>.
+.venv-%/.installed: envs/%.lock.txt
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+
 ## data: Fashion-MNIST from Debian's package where possible (the training sections need it)
 data:
 	@scripts/install_data.sh
@@ -101,6 +112,11 @@ lock: envs
 	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze | \
 	  sed -E '/^nvidia-/d; s/^mxnet-cu[0-9]+==/mxnet==/'; } > envs/mxnet.lock.tmp
 	mv envs/workflow.lock.tmp envs/workflow.lock.txt; mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
+
+lock: lock-jax
+lock-jax: envs
+	{ sed -n 1,2p envs/jax.lock.txt; .venv-jax/bin/pip freeze; } > envs/jax.lock.tmp
+	mv envs/jax.lock.tmp envs/jax.lock.txt
 
 # torch's local build label (+cpu) and the CUDA build's own libraries stay out of the pins.
 lock: lock-torch

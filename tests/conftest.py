@@ -39,6 +39,17 @@ def torch_python() -> Path:
     return TORCH_PYTHON
 
 
+# The JAX environment that `make test` creates (config key jax_python), or JAX_PYTHON.
+JAX_PYTHON = Path(os.environ.get("JAX_PYTHON", REPO / ".venv-jax/bin/python"))
+
+
+@pytest.fixture(scope="session")
+def jax_python() -> Path:
+    if not JAX_PYTHON.exists():
+        pytest.fail(f"JAX environment missing: {JAX_PYTHON} (run `make envs`)")
+    return JAX_PYTHON
+
+
 @pytest.fixture(scope="session")
 def experiment_python() -> Path:
     if not EXPERIMENT_PYTHON.exists():

@@ -7,6 +7,7 @@ import yaml
 
 from conftest import REPO, copy_workflow, snakemake
 from d2lperf.configcheck import ConfigError, check_config
+from d2lperf.frameworks import REGISTRY
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -128,9 +129,9 @@ def test_a_framework_a_value_does_not_name_takes_its_default_else_the_documents(
      "config key presets.ci.hybridize.forward_passes = {'mxnet': 100, 'pytorch': 200}: one "
      "value for every framework (the frameworks do the same work); only how much is measured "
      "may differ by framework: budget_seconds, processes, repeats, warmup"),
-    (["presets", "ci", "hybridize", "repeats"], {"mxnet": 3, "jax": 5},
-     "config key presets.ci.hybridize.repeats: unknown framework 'jax'; allowed: mxnet, "
-     "pytorch"),
+    (["presets", "ci", "hybridize", "repeats"], {"mxnet": 3, "tensorflow": 5},
+     "config key presets.ci.hybridize.repeats: unknown framework 'tensorflow'; allowed: "
+     + ", ".join(REGISTRY)),
     (["presets", "ci", "hybridize", "repeats"], {"mxnet": 3, "pytorch": 0},
      "config key presets.ci.hybridize.repeats.pytorch = 0: 0 is less than the minimum of 1"),
     (["presets", "ci", "hybridize", "repeats"], {},

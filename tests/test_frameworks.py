@@ -3,8 +3,10 @@ before any job runs."""
 
 from __future__ import annotations
 
+import ast
 import stat
 import sys
+from pathlib import Path
 
 from conftest import REPO
 from d2lperf import frameworks
@@ -56,29 +58,52 @@ def test_a_file_that_cannot_run_is_named(tmp_path):
     assert "cannot run it" in message
 
 
-# What every framework's module of d2lperf offers the section scripts, the harness and
-# the BLAS probe (``blas_kernel`` is optional: without it the probe reads the OpenBLAS).
-MODULE_INTERFACE = {"devices", "gpu_count", "names", "prepare", "warm_up", "load_fashion_mnist",
-                    "load_data", "evaluate_accuracy", "build_info", "execution", "sync",
-                    "seed", "matrix_product"}
+# What every framework's module of d2lperf offers the harness, the claims' applicability
+# and the BLAS probe (``blas_kernel`` is optional: without it the probe reads the
+# OpenBLAS); beyond these, a module implements what its own section scripts call.
+LIBRARY_CALLS = {"build_info", "execution", "matrix_product"}
+
+
+def defined_in(source: Path) -> set[str]:
+    """The functions a module defines at its top level (read from its source: importing
+    it needs the framework)."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def called_by_scripts(folder: Path, alias: str = "d2l") -> set[str]:
+    """The functions a framework's section scripts call on its module (``d2l.sync(...)``,
+    the module imported as ``d2l`` as d2l's books do)."""
+    found = set()
+    for script in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id == alias):
+                found.add(node.attr)
+    return found
 
 
 def test_every_registered_framework_is_complete():
     """A framework is its entry, its scripts folder, its environment and lock, and a module
-    with the shared interface (read from its source: importing it needs the framework)."""
-    import ast
-
+    with what the library calls and what its section scripts call."""
     assert frameworks.FRAMEWORKS[0] == frameworks.DOCUMENTS
     for name, entry in frameworks.REGISTRY.items():
-        assert (REPO / "scripts/sections" / name).is_dir(), name
+        folder = REPO / "scripts/sections" / name
+        assert folder.is_dir(), name
         assert (REPO / entry.environment).is_file(), entry.environment
         assert (REPO / entry.lock).is_file(), entry.lock
-        source = REPO / "scripts" / (entry.module.replace(".", "/") + ".py")
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-        assert MODULE_INTERFACE <= defined, (name, sorted(MODULE_INTERFACE - defined))
+        defined = defined_in(REPO / "scripts" / (entry.module.replace(".", "/") + ".py"))
+        wanted = LIBRARY_CALLS | called_by_scripts(folder)
+        assert wanted <= defined, (name, sorted(wanted - defined))
     assert sorted(p.name for p in (REPO / "scripts/sections").iterdir() if p.is_dir()
                   and not p.name.startswith("_")) == sorted(frameworks.FRAMEWORKS)
+
+
+def test_the_interface_check_reads_what_the_scripts_call(tmp_path):
+    (tmp_path / "toy.py").write_text("from d2lperf import jax as d2l\nd2l.sync(d2l.seed(0))\n")
+    assert called_by_scripts(tmp_path) == {"sync", "seed"}
+    assert {"devices", "sync", "load_data"} <= called_by_scripts(
+        REPO / "scripts/sections" / frameworks.DOCUMENTS)
 
 
 def test_rule_names_carry_the_framework_except_the_documents():

@@ -366,7 +366,8 @@ def test_mxnet_gpu_variables_are_recorded_with_their_defaults():
     assert set(settings) >= {"MXNET_CUDNN_AUTOTUNE_DEFAULT", "MXNET_GPU_WORKER_NTHREADS",
                              "MXNET_EXEC_BULK_EXEC_TRAIN", "MXNET_EXEC_BULK_EXEC_INFERENCE",
                              "NVIDIA_TF32_OVERRIDE"}
-    assert "mxnet_gpu_settings" in provenance.run_context()
+    assert "mxnet_gpu_settings" in provenance.run_context("mxnet")
+    assert "mxnet_gpu_settings" not in provenance.run_context("pytorch")  # MXNet's own
 
 
 def test_ceilings_leave_out_gpus_mxnet_cannot_run_on(on_machine, experiment_python, tmp_path):

@@ -79,6 +79,13 @@ REGISTRY: dict[str, Framework] = {f.name: f for f in [
               package="torch", module="d2lperf.torch",
               build="`make envs` (it builds .venv-torch)", min_version=(2, 1),
               gpu_everywhere=True, runs_as="eager PyTorch"),
+    # jax.jit is what hybridize() was; JAX dispatches asynchronously on a CPU too, and
+    # splits the host into devices (d2lperf.jax): jax.block_until_ready from 0.4.
+    Framework("jax", "JAX", colour="#2e7d32", marker="^", shape="triangle",
+              interpreter_key="jax_python", default_interpreter=".venv-jax/bin/python",
+              environment="envs/jax.yaml", lock="envs/jax.lock.txt",
+              package="jax", module="d2lperf.jax",
+              build="`make envs` (it builds .venv-jax)", min_version=(0, 4)),
 ]}
 FRAMEWORKS = tuple(REGISTRY)
 DOCUMENTS = FRAMEWORKS[0]  # the documents' framework; older records' framework
@@ -94,6 +101,12 @@ def module(name: str):
 
 def names() -> list[str]:
     return list(FRAMEWORKS)
+
+
+def environments() -> list[str]:
+    """Each framework's default environment folder (``.venv-jax`` from
+    ``.venv-jax/bin/python``): what ``make envs`` builds."""
+    return [str(Path(f.default_interpreter).parents[1]) for f in REGISTRY.values()]
 
 
 def rule_name(section: str, framework: str = DOCUMENTS) -> str:

@@ -50,7 +50,7 @@ def main(
 ) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = arg_parser.parse_args(argv)
-    provenance.set_threads(args.threads)
+    provenance.set_threads(args.threads, framework)
     progress.introduce(section, REGISTRY[framework].label)
     managed = args.process is not None  # the manager holds the lock and the probe
     lock = None if managed else hostlock.acquire(section)
@@ -78,7 +78,7 @@ def _run_body(section: str, framework: str, args: argparse.Namespace,
                        if k not in ("csv", "sidecar", "blas_reference", "process",
                                     "blas_probe_size")},  # blas_probe holds it
         "started": provenance.now(),
-        **provenance.run_context(),
+        **provenance.run_context(framework),
     }
     recorder = Recorder(section, framework, getattr(args, "process", 0) or 0)
     clock = time.perf_counter()

@@ -113,6 +113,14 @@ def check_two_cpu_queues(kind: str, threads: int) -> None:
         )
 
 
+def run_settings() -> dict[str, object]:
+    """What a run record keeps of MXNet's own settings: its GPU variables, each with its
+    value here, MXNet's default and the one in effect."""
+    from d2lperf import provenance
+
+    return {"mxnet_gpu_settings": provenance.mxnet_gpu_settings()}
+
+
 def build_info() -> dict[str, object]:
     """Version, build features, visible GPUs and the BLAS this process loaded."""
     import mxnet as mx

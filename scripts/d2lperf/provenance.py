@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from d2lperf import frameworks
 from d2lperf.frameworks import REGISTRY
 from d2lperf.machine import cpu_governor
 
@@ -75,18 +76,26 @@ def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def set_threads(threads: int) -> None:
+def set_threads(threads: int, framework: str | None = None) -> None:
     """Pin OpenMP and BLAS to ``threads`` before any framework is imported (each reads
-    them once, when it loads)."""
+    them once, when it loads), and ``framework``'s own thread settings where its module
+    has some (``thread_environment``: XLA's flags for JAX)."""
     loaded = [f.package for f in REGISTRY.values() if f.package in sys.modules]
     if loaded:
         raise RuntimeError(f"set_threads must run before {loaded[0]} is imported")
     for name in PINNED_THREAD_VARIABLES:
         os.environ[name] = str(threads)
+    own = getattr(frameworks.module(framework), "thread_environment", None) if framework \
+        else None
+    if own:
+        os.environ.update(own(threads))
 
 
-def thread_settings() -> dict[str, str | None]:
-    return {name: os.environ.get(name) for name in THREAD_VARIABLES}
+def thread_settings(framework: str | None = None) -> dict[str, str | None]:
+    """Every thread variable, set or not: OpenMP's, the BLAS libraries', MXNet's engine's,
+    and ``framework``'s own (its module's ``THREAD_VARIABLES``)."""
+    own = getattr(frameworks.module(framework), "THREAD_VARIABLES", ()) if framework else ()
+    return {name: os.environ.get(name) for name in (*THREAD_VARIABLES, *own)}
 
 
 def git_commit(root: Path = REPO_ROOT) -> dict[str, object]:
@@ -125,15 +134,19 @@ def peak_rss_mb() -> dict[str, float]:
     }
 
 
-def run_context() -> dict[str, object]:
-    """Everything about the process and code that a result should carry with it."""
+def run_context(framework: str | None = None) -> dict[str, object]:
+    """Everything about the process and code that a result should carry with it, and
+    what ``framework``'s module records of its own settings (``run_settings``: MXNet's
+    GPU variables)."""
+    own = getattr(frameworks.module(framework), "run_settings", None) if framework else None
+    gpu_settings = own() if own else {}
     return {
         "python": platform.python_version(),
         "executable": sys.executable,
         "hostname": platform.node(),
         "pid": os.getpid(),
-        "threads": thread_settings(),
-        "mxnet_gpu_settings": mxnet_gpu_settings(),
+        "threads": thread_settings(framework),
+        **gpu_settings,
         "load_average_at_start": load_average(),
         "cpu_governor": cpu_governor(),
         "code": git_commit(),

@@ -1,0 +1,90 @@
+"""The JAX twins, run for real in the JAX environment on the CI preset's small workloads:
+the same case names and columns as the MXNet and PyTorch twins, JAX's build recorded,
+XLA's threads pinned, and JAX's asynchronous dispatch on the CPU where the claims see it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import REPO, ci_preset, measure_section, read_rows, read_run
+from d2lperf import tables
+from d2lperf.presets import cli_args, for_framework
+
+SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
+
+
+def section(name: str) -> str:
+    return f"sections/jax/{name}.py"
+
+
+def run(python, name, out, *extra, timeout=600):
+    """The section as its rule runs it, at the CI preset's options (JAX's where they
+    differ), through the manager."""
+    options = for_framework(ci_preset(name), "jax")
+    return measure_section(python, section(name), out, *cli_args(options), "--threads", "1",
+                           "--probe-seconds", "0.02", *extra, timeout=timeout)
+
+
+def valid_rows(out):
+    frame = tables.load_samples(out / "samples.csv", SCHEMA)
+    assert len(frame) > 0 and set(frame["framework"]) == {"jax"}
+    return read_rows(out)
+
+
+@pytest.fixture(scope="module")
+def hybridize_run(jax_python, tmp_path_factory):
+    out = tmp_path_factory.mktemp("jax-hybridize")
+    done = run(jax_python, "hybridize", out, "--export-dir", str(out / "model"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, read_run(out)
+
+
+def test_hybridize_times_op_by_op_against_jit_with_the_a_a_pair(hybridize_run):
+    out, record = hybridize_run
+    rows = valid_rows(out)
+    timed = {r["case"] for r in rows if r["position"] != ""}
+    assert timed == {"mlp_before_hybridize", "mlp_before_hybridize_twin", "mlp_after_hybridize"}
+    assert {r["case"] for r in rows if r["position"] == ""} == {"jax_jit_compile"}
+    medians = {case: sorted(float(r["value"]) for r in rows if r["case"] == case)
+               for case in timed}
+    # jit against op-by-op dispatch: many times faster on any machine
+    assert medians["mlp_after_hybridize"][0] * 5 < medians["mlp_before_hybridize"][0]
+    assert record["stages"]["count"] >= 1  # the manager's stages ran
+
+
+def test_hybridize_prints_what_the_document_printed_in_jax_words(hybridize_run):
+    out, record = hybridize_run
+    outputs = record["outputs"]
+    assert outputs["symbolic_program_result"]["text"] == "10"
+    assert outputs["mlp_output_hybridized"]["values"][0] == pytest.approx(
+        outputs["mlp_output_imperative"]["values"][0], rel=1e-5)
+    assert "dot_general" in outputs["mlp_symbolic_output"]["text"]  # the traced program
+    assert "Tracer" in outputs["hybridnet_F_hybridized"]["text"]
+    assert outputs["hybridnet_F_imperative"]["by_design"]
+    assert outputs["hybridnet_prints_after_first_hybridized_call"]["text"] == "0"
+    assert sorted(record["artifacts"]) == ["my_mlp.jax_exported", "my_mlp.params"]
+    assert (out / "model" / "my_mlp.jax_exported").stat().st_size > 0
+
+
+def test_a_jax_record_names_jax_its_threads_and_where_it_queues(hybridize_run):
+    _, record = hybridize_run
+    assert record["framework"] == "jax"
+    assert record["jax"]["version"] and record["jax"]["host_devices"] == 2
+    assert "intra_op_parallelism_threads=1" in record["threads"]["XLA_FLAGS"]
+    assert "--xla_cpu_multi_thread_eigen=false" in record["threads"]["XLA_FLAGS"]
+    assert record["execution"] == {"device_kind": "cpu", "queues_work": True,
+                                   "separate_devices": True}
+    assert "mxnet_gpu_settings" not in record  # MXNet's own, not JAX's
+    assert json.dumps(record)  # plain JSON throughout
+
+
+def test_xla_threads_follow_the_timing_and_keep_a_users_other_flags():
+    from d2lperf import jax as d2l
+
+    flags = d2l.thread_environment(2, {"XLA_FLAGS": "--xla_dump_to=/tmp/x "
+                                                    "--xla_cpu_multi_thread_eigen=false"})
+    assert flags["XLA_FLAGS"].split() == [
+        "--xla_force_host_platform_device_count=2", "--xla_cpu_multi_thread_eigen=true",
+        "intra_op_parallelism_threads=2", "--xla_dump_to=/tmp/x"]
