@@ -565,3 +565,24 @@ def test_first_screen_never_says_does_not_hold_for_a_claim_that_does_not_apply(t
     queue = next(c for c in view if c["name"] == "queueing_returns_at_once")
     assert queue["document_evidence"].startswith("holds (queued/finished 0.11")
     assert queue["cells"][1]["finding"] == "queued/finished 2.18e+03"
+
+
+def test_the_overview_legend_keeps_every_framework_inside_the_figure_with_its_own_mark():
+    """Three frameworks: the third entry wraps to a row of its own instead of running off
+    the figure, and each framework keeps its registry shape (JAX's triangle, not a
+    diamond)."""
+    import re
+
+    from d2lperf.report.overview import OVERVIEW, overview_svg
+
+    rows = [{"label": "a figure", "section": "hybridize",
+             "marks": [{"framework": f, "ratio": 1.0, "low": 0.9, "high": 1.1}
+                       for f in ("mxnet", "pytorch", "jax")]}]
+    svg = str(overview_svg(rows, ["mxnet", "pytorch", "jax"], {}, 0.1, 10))
+    legend = re.findall(r'<text x="(\d+)" y="(\d+)">(\w+) here', svg)
+    assert [name for _, _, name in legend] == ["MXNet", "PyTorch", "JAX"]
+    assert all(int(x) + 240 <= OVERVIEW["width"] for x, _, _ in legend)
+    assert legend[2][1] > legend[0][1]  # its own row
+    height = float(re.search(r'viewBox="0 0 \d+ ([\d.]+)"', svg).group(1))
+    assert all(int(y) < height for _, y, _ in legend)
+    assert "l5 9 l-10 0 z" in svg  # the triangle

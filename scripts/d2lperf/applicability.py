@@ -1,7 +1,7 @@
 """Where a claim applies, decided from the fields of a run record, never from its text.
 
-A run record's ``execution`` field (written by each framework's module: MXNet queues
-work on every device, eager PyTorch only on CUDA) says what the framework did where the
+A run record's ``execution`` field (written by each framework's module: MXNet and JAX
+queue work on every device, eager PyTorch only on CUDA) says what the framework did where the
 run ran; a claim's ``Where`` says what it needs there. d2lperf.claims judges a claim
 only where the two agree and otherwise keeps the measurement as a finding.
 """
@@ -68,11 +68,32 @@ def execution(framework: str, run: RunRecord) -> dict[str, object]:
     return frameworks.module(framework).execution(kind)
 
 
+def listed(names: list[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# How a device-kind set reads after a framework's name ("PyTorch on CUDA").
+KIND_WORDS = {("cpu", "gpu"): "on any device", ("gpu",): "on CUDA", ("cpu",): "on a CPU"}
+
+
+def doing(field: str, names: tuple[str, ...] | None = None) -> str:
+    """Where each framework does ``field`` (an ``execution`` field: ``queues_work``,
+    ``separate_devices``), as its module says: "MXNet on any device, PyTorch on CUDA"."""
+    parts = []
+    for name in names or REGISTRY:
+        module = frameworks.module(name)
+        kinds = tuple(k for k in ("cpu", "gpu") if module.execution(k).get(field))
+        if kinds:
+            parts.append(f"{REGISTRY[name].label} {KIND_WORDS[kinds]}")
+    return ", ".join(parts)
+
+
 def where_words(where: Where) -> str:
-    parts = [" and ".join(running_as(f) for f in where.frameworks or REGISTRY)]
+    parts = [listed([running_as(f) for f in where.frameworks or REGISTRY])]
     if where.requires == ("queues_work",):
-        parts.append("where the framework queues work (MXNet on any device, PyTorch on "
-                     "CUDA)")
+        parts.append(f"where the framework queues work ({doing('queues_work', where.frameworks)})")
     elif where.requires == ("separate_devices",):
-        parts.append("where the devices are separate (MXNet's contexts, CUDA GPUs)")
+        parts.append("where the devices are separate "
+                     f"({doing('separate_devices', where.frameworks)})")
     return ", ".join(parts)

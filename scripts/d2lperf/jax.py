@@ -144,6 +144,17 @@ def blas_kernel() -> str:
         "XLA:CPU Eigen"
 
 
+def stack(build: dict[str, object]) -> dict[str, str]:
+    """JAX's rows of the report's software table, from ``build_info``'s record."""
+    devs = build.get("devices") or []
+    return {
+        "version": f"JAX {build.get('version')}, jaxlib {build.get('jaxlib')} "
+                   f"({build.get('backend')} backend)",
+        "devices": ", ".join(f"{d.get('platform')}:{d.get('id')}" for d in devs) or "none",
+        "XLA flags": str(build.get("xla_flags") or "none"),
+    }
+
+
 def build_info() -> dict[str, object]:
     """What run.json records of JAX: its versions, its backend and devices, and the XLA
     flags it ran with."""

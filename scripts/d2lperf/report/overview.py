@@ -12,6 +12,25 @@ from d2lperf.report.figures_view import figure_key
 from d2lperf.report.values import FRAMEWORKS, Row, number
 from d2lperf.workloads import AT_LIMIT
 
+LEGEND_STEP, LEGEND_ENTRY, LEGEND_ROW = 260, 250, 18  # a legend entry's room, its width, a row
+
+
+def marker(shape: str, cx: float, cy: float, colour: str) -> str:
+    """A framework's mark (the registry's ``shape``) centred on (cx, cy): a circle, a
+    diamond, a triangle or a square, each about 9 px across (a float coordinate written
+    to a tenth, a whole one as it is)."""
+    def at(v: float) -> str:
+        return f"{v:.1f}" if isinstance(v, float) else str(v)
+
+    if shape == "circle":
+        return f'<circle cx="{at(cx)}" cy="{at(cy)}" r="4" fill="{colour}"/>'
+    if shape == "triangle":
+        return f'<path d="M{at(cx)} {at(cy - 5)} l5 9 l-10 0 z" fill="{colour}"/>'
+    if shape == "square":
+        return f'<rect x="{at(cx - 4)}" y="{at(cy - 4)}" width="8" height="8" fill="{colour}"/>'
+    return f'<path d="M{at(cx)} {at(cy - 5)} l5 5 l-5 5 l-5 -5 z" fill="{colour}"/>'
+
+
 OVERVIEW = {"width": 960, "label": 430, "right": 20, "row": 14, "group": 21, "top": 34,
             "bottom": 40}
 MARKS = {name: (f.shape, f.colour) for name, f in REGISTRY.items()}
@@ -107,12 +126,7 @@ def overview_svg(rows: list[Row], frameworks: list[str], titles: dict[str, Row],
             if mark["low"] and mark["high"]:
                 parts.append(f'<line x1="{x(mark["low"]):.1f}" x2="{x(mark["high"]):.1f}" '
                              f'y1="{dy:.1f}" y2="{dy:.1f}" stroke="{colour}" stroke-width="2"/>')
-            cx = x(mark["ratio"])
-            if shape == "circle":
-                parts.append(f'<circle cx="{cx:.1f}" cy="{dy:.1f}" r="4" fill="{colour}"/>')
-            else:
-                parts.append(f'<path d="M{cx:.1f} {dy - 5:.1f} l5 5 l-5 5 l-5 -5 z" '
-                             f'fill="{colour}"/>')
+            parts.append(marker(shape, x(mark["ratio"]), dy, colour))
     bottom = y + 14
     ticks = []
     decade = low
@@ -129,19 +143,17 @@ def overview_svg(rows: list[Row], frameworks: list[str], titles: dict[str, Row],
                 '← faster here than the document</text>')
     axis.append(f'<text x="{x(1) + 6:.1f}" y="{g["top"] - 12}">slower here →</text>')
     legend = []
-    lx = x0
-    for framework in frameworks:
+    lx, ly = x0, bottom + 32
+    for framework in frameworks:  # a row of entries, as many rows as they need
+        if lx + LEGEND_ENTRY > g["width"]:
+            lx, ly = x0, ly + LEGEND_ROW
         shape, colour = MARKS.get(framework, ("circle", "#333"))
         name = FRAMEWORKS.get(framework, framework)
-        ly = bottom + 32
-        if shape == "circle":
-            legend.append(f'<circle cx="{lx}" cy="{ly - 4}" r="4" fill="{colour}"/>')
-        else:
-            legend.append(f'<path d="M{lx} {ly - 9} l5 5 l-5 5 l-5 -5 z" fill="{colour}"/>')
+        legend.append(marker(shape, lx, ly - 4, colour))
         legend.append(f'<text x="{lx + 9}" y="{ly}">{escape(name)} here (median, 95% '
                       'interval)</text>')
-        lx += 260
-    height = bottom + g["bottom"]
+        lx += LEGEND_STEP
+    height = ly - 32 + g["bottom"]
     title = "Every timed figure of the documents: this machine's time over the document's"
     desc = (f"{len(rows)} figures on a log scale from {number(low)}× to {number(high)}×; "
             "a mark left of 1× is faster here than on the document's machine. "

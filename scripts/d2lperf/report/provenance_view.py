@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from d2lperf import workloads
+from d2lperf import frameworks, workloads
 from d2lperf.blas import CORE_BITS, narrow_kernels
 from d2lperf.frameworks import DOCUMENTS, REGISTRY
 from d2lperf.report.values import FRAMEWORKS, Row
@@ -103,11 +103,30 @@ def torch_stack(machine: Row, runs: Iterable[Row]) -> dict[str, str] | None:
 STACKS = {"mxnet": mxnet_stack, "torch": torch_stack}
 
 
+def described_stack(name: str, machine: Row, runs: Iterable[Row]) -> dict[str, str] | None:
+    """A framework's stack as its own module describes its build (``stack(build)``), the
+    build from machine.json or a run record of its own; its version alone where the module
+    says nothing."""
+    package = REGISTRY[name].package
+    build = (machine.get("software", {}).get(package)
+             or next((r[package] for r in runs if r.get(package)), None))
+    if not build:
+        return None
+    describe = getattr(frameworks.module(name), "stack", None)
+    if describe:
+        return describe(build)
+    return {"version": f"{REGISTRY[name].label} {build.get('version')}"}
+
+
 def stacks(machine: Row, runs: dict[tuple[str, str], Row]) -> dict[str, dict[str, str]]:
-    """Each framework's software stack by its label, in the registry's order: those with a
-    function in STACKS and a build recorded (in machine.json or a run record of its own)."""
-    found = {f.label: STACKS[f.package](machine, (r for k, r in runs.items() if k[0] == name))
-             for name, f in REGISTRY.items() if f.package in STACKS}
+    """Each framework's software stack by its label, in the registry's order, where a build
+    is recorded (in machine.json or a run record of its own): MXNet's and PyTorch's by the
+    functions in STACKS, any other as its module describes it."""
+    found = {}
+    for name, f in REGISTRY.items():
+        own = [r for k, r in runs.items() if k[0] == name and r]
+        found[f.label] = (STACKS[f.package](machine, iter(own)) if f.package in STACKS
+                          else described_stack(name, machine, own))
     return {name: rows for name, rows in found.items() if rows}
 
 
