@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import REPO, ci_preset, measure_section, read_rows, read_run
+from conftest import REPO, ci_preset, measure_section, read_rows, read_run, run_program
 from d2lperf import tables
 from d2lperf.presets import cli_args, for_framework
 
@@ -88,3 +88,71 @@ def test_xla_threads_follow_the_timing_and_keep_a_users_other_flags():
     assert flags["XLA_FLAGS"].split() == [
         "--xla_force_host_platform_device_count=2", "--xla_cpu_multi_thread_eigen=true",
         "intra_op_parallelism_threads=2", "--xla_dump_to=/tmp/x"]
+
+
+def timed_cases(rows) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for row in rows:
+        found[row["case"]] = found.get(row["case"], 0) + 1
+    return found
+
+
+def test_small_ops_draws_on_one_device_and_on_two(jax_python, tmp_path):
+    done = run(jax_python, "small_ops_parallel", tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_run(tmp_path)
+    counts = timed_cases(valid_rows(tmp_path))
+    # the MXNet twin's cases (and its A/A pair, X against Y), and the two host devices'
+    assert set(counts) == {"generate_x", "generate_y", "generate_x_and_y",
+                           "generate_x_and_y_devices"}
+    assert len(set(counts.values())) == 1  # side by side: as many samples each
+    assert "cpu:0" in record["notes"]["generate_x_and_y_devices"]
+    assert "cpu:1" in record["notes"]["generate_x_and_y_devices"]
+
+
+def test_async_computation_has_every_case_and_queues_on_the_cpu(jax_python, tmp_path):
+    done = run(jax_python, "async_computation", tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_run(tmp_path)
+    assert set(timed_cases(valid_rows(tmp_path))) == {
+        "dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read",
+        "dot_waitall", "dot_asscalar", "dot_asnumpy", "add_loop_synchronous",
+        "add_loop_asynchronous"}
+    assert record["execution"]["queues_work"] is True  # the queueing claims apply here
+    assert isinstance(record["outputs"]["dot_sum"]["values"], float)
+
+
+def test_ceilings_name_xla_and_measure_host_copies_where_asked(jax_python, tmp_path):
+    done = run(jax_python, "ceilings", tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_run(tmp_path)
+    rates = {r["case"]: float(r["value"]) for r in valid_rows(tmp_path) if r["metric"] == "rate"}
+    assert set(rates) == {"jax_dot_500", "jax_copy"} and min(rates.values()) > 0
+    assert record["notes"]["kernels"]["jax_dot_500"].startswith("jax.numpy.dot (XLA:CPU")
+    assert record["notes"]["gpu_ceilings"].startswith("not measured")
+    # the GPU's host copies, on the CPU stand-in: the code a GPU runs, run here
+    got = run_program(jax_python, f"""
+        import argparse, importlib.util, json
+        spec = importlib.util.spec_from_file_location("c", {str(REPO / "scripts" /
+                                                              section("ceilings"))!r})
+        c = importlib.util.module_from_spec(spec); spec.loader.exec_module(c)
+        from d2lperf import jax as d2l
+        from d2lperf.results import Recorder
+        rec = Recorder("ceilings", "jax")
+        args = argparse.Namespace(copy_mb=4, warmup=1, repeats=2, dot_sizes=[64])
+        c.copy_rates(rec, args, d2l.devices("cpu", 1)[0], "gpu0_jax", host=True)
+        c.dot_rates(rec, args, d2l.devices("cpu", 1)[0], "gpu0_jax", c.PRECISIONS)
+        print(json.dumps(sorted({{r["case"] for r in rec.rows}})))
+        """)
+    assert got == ["gpu0_jax_copy", "gpu0_jax_device_to_host_pageable", "gpu0_jax_dot_64",
+                   "gpu0_jax_dot_bf16_64", "gpu0_jax_host_to_device_pageable"]
+
+
+def test_the_ceilings_compare_jax_with_every_library_on_its_device():
+    from d2lperf.workloads import best_ceiling, ceiling_case
+
+    ceilings = {"mxnet_dot_2000": 80.0, "torch_mm_2000": 150.0, "jax_dot_2000": 170.0,
+                "gpu0_jax_dot_4000": 900.0, "gpu0_torch_mm_4000": 800.0}
+    assert best_ceiling(ceilings, ceiling_case("GFLOP", "cpu", "")) == ("jax_dot_2000", 170.0)
+    assert best_ceiling(ceilings, ceiling_case("GFLOP", "cuda:0", "")) == \
+        ("gpu0_jax_dot_4000", 900.0)

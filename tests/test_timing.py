@@ -65,3 +65,30 @@ def test_stopwatch_lap_reads_without_syncing():
         t.work()
         assert watch.lap() == 1.0
     assert t.events == ["clock", "work", "clock", "sync", "clock"]
+
+
+def test_what_work_returns_is_alive_while_the_sync_waits():
+    """A sync that waits for the arrays still alive (JAX's) must find the result: it is
+    held until the sync has run, and let go after the clock stopped."""
+    import weakref
+
+    from d2lperf import timing
+
+    class Result:
+        pass
+
+    seen = []
+    alive: list = []
+
+    def work():
+        result = Result()
+        alive.append(weakref.ref(result))
+        return result
+
+    def sync():
+        seen.append(alive[-1]() is not None)
+
+    timing.measure(work, sync, warmup=1, repeats=2)
+    timing.compare({"a": work, "b": work}, sync, warmup=1, rounds=2, seed=0)
+    assert seen and all(seen)
+    assert all(ref() is None for ref in alive)  # none kept past its sample

@@ -92,8 +92,9 @@ def execution(kind: str) -> dict[str, object]:
 
 
 def names(devs: Iterable[Any]) -> str:
-    """How a results row names its devices: ``cpu:0,cpu:1`` or ``cuda:0``."""
-    return ",".join(f"{d.platform}:{d.id}" for d in devs)
+    """How a results row names its devices: ``cpu:0,cpu:1``, or ``cuda:0`` for a GPU (as
+    PyTorch names it: the ceilings and the report read GPUs so)."""
+    return ",".join(f"{'cuda' if d.platform == 'gpu' else d.platform}:{d.id}" for d in devs)
 
 
 def sync(*values: Any) -> None:

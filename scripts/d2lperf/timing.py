@@ -121,7 +121,7 @@ def compare(
         raise ValueError(f"queue_only names unknown cases: {', '.join(sorted(unknown))}")
     for work in cases.values():
         for _ in range(warmup):
-            work()
+            result = work()  # noqa: F841  (held until the sync: see measure)
             sync()
     samples = []
     for index, order in enumerate(round_orders(list(cases), rounds, seed, process)):
@@ -131,13 +131,14 @@ def compare(
                 samples += _time_steps(work, sync, clock, index, position)
                 continue
             start = clock()
-            work()
+            result = work()  # noqa: F841  (held until the sync: see measure)
             if name in queue_only:
                 stop = clock()
                 sync()
             else:
                 sync()
                 stop = clock()
+            del result
             samples.append(Sample(name, index, position, stop - start))
     return samples
 
@@ -163,24 +164,30 @@ def measure(
     clock: Clock = time.perf_counter,
     clock_stops_before_sync: bool = False,
 ) -> list[float]:
-    """Time ``work`` ``repeats`` times after ``warmup`` untimed runs; return every sample (s)."""
+    """Time ``work`` ``repeats`` times after ``warmup`` untimed runs; return every sample (s).
+
+    What ``work`` returns is held until ``sync`` has run, then let go outside the timed
+    region: a framework whose sync waits for the arrays still alive (JAX has no global
+    barrier) would otherwise find the result gone, and stop the clock while its work
+    still runs."""
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     for _ in range(warmup):
-        work()
+        result = work()  # noqa: F841  (held until the sync)
         sync()
     samples = []
     for _ in range(repeats):
         start = clock()
-        work()
+        result = work()  # noqa: F841  (held until the sync)
         if clock_stops_before_sync:
             stop = clock()
             sync()
         else:
             sync()
             stop = clock()
+        del result
         samples.append(stop - start)
     return samples
 

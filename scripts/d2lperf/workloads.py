@@ -58,15 +58,17 @@ AT_LIMIT = 0.8
 
 def ceiling_case(unit: str, devices: str, case: str) -> str:
     """Which ceilings a rate compares with: a pattern over the ceilings' case names, every
-    library's (MXNet's dot, numpy's, PyTorch's mm) on the same device. A GPU is named
-    gpu(0) by MXNet, cuda:0 by PyTorch."""
+    library's (MXNet's dot, numpy's, PyTorch's mm, JAX's dot) on the same device. A GPU is
+    named gpu(0) by MXNet, cuda:0 by PyTorch and JAX."""
     found = re.match(r"gpu\((\d+)\)|cuda:(\d+)", devices or "")
     gpu = next((index for index in found.groups() if index is not None), None) if found else None
     if unit == "GFLOP":
-        return rf"gpu{gpu}_(dot|torch_mm)_\d+" if gpu else r"(mxnet_dot|numpy_dot|torch_mm)_\d+"
+        return (rf"gpu{gpu}_(dot|torch_mm|jax_dot)_\d+" if gpu
+                else r"(mxnet_dot|numpy_dot|torch_mm|jax_dot)_\d+")
     if gpu and case in ("copy_to_cpu", "copy_to_cpu_pinned"):
-        return rf"gpu{gpu}_(device_to_host|torch_device_to_host_(pinned|pageable))"
-    return r"(mxnet|numpy|torch)_copy"
+        return (rf"gpu{gpu}_(device_to_host|torch_device_to_host_(pinned|pageable)"
+                r"|jax_device_to_host_pageable)")
+    return r"(mxnet|numpy|torch|jax)_copy"
 
 
 def best_ceiling(ceilings: dict[str, float], pattern: str) -> tuple[str, float] | None:

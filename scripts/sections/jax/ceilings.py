@@ -1,0 +1,97 @@
+"""Machine ceilings in JAX: the rates XLA reaches here, beside MXNet's and PyTorch's.
+
+The machine's ceiling is the best of every library present, so the report never sets a
+timing against a rate another library beats. This twin of sections/mxnet/ceilings.py
+measures JAX's own:
+- float32 ``jnp.dot`` (GFLOP/s) on the CPU at the same sizes (XLA:CPU's kernel named);
+- the bandwidth (GB/s) of a large array copy on the CPU, counting bytes read and written;
+- on each GPU: ``jnp.dot`` in float32 and bfloat16, the device's own copy bandwidth, and
+  host-to-device and device-to-host copies (``device_put`` and ``numpy.asarray``: JAX
+  takes pageable host memory).
+The GPU code takes any device, so the tests run it on the CPU. Every figure is a rate from
+a synchronised, warmed-up, repeated timing; each case names its library and kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
+
+from d2lperf import arguments, harness, timing
+from d2lperf import jax as d2l
+from d2lperf.results import Recorder
+from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def dot_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
+              precisions: tuple[str, ...] = ("fp32",)) -> None:
+    """``jnp.dot`` of n x n for each size and precision on ``device``."""
+    import jax
+    import jax.numpy as jnp
+
+    kernel = "cuBLAS" if device.platform == "gpu" else d2l.blas_kernel()
+    key = jax.device_put(d2l.seed(0), device)
+    for precision in precisions:
+        dtype = jnp.bfloat16 if precision == "bf16" else jnp.float32
+        for n in args.dot_sizes:
+            a = jax.random.uniform(key, (n, n)).astype(dtype)
+            b = jax.random.uniform(key, (n, n)).astype(dtype)
+            case = (f"{prefix}_dot_{n}" if precision == "fp32"
+                    else f"{prefix}_dot_{precision}_{n}")
+            samples = timing.measure(lambda a=a, b=b: jnp.dot(a, b), d2l.sync,
+                                     warmup=args.warmup, repeats=args.repeats)
+            record_rate(rec, case, dot_flops(n), "GFLOP/s", samples, d2l.names([device]))
+            rec.notes.setdefault("kernels", {})[case] = f"jax.numpy.dot ({kernel}, {precision})"
+
+
+def copy_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
+               host: bool | None = None) -> None:
+    """A copy within the device (read and written: twice its bytes) and, where the device
+    is not the host (or ``host`` says so: the tests, on the CPU), copies both ways between
+    the host's memory and the device."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    elements = args.copy_mb * 1_000_000 // FLOAT32_BYTES
+    src = jax.device_put(jnp.ones(elements, dtype=jnp.float32), device)
+    nbytes = float(elements * FLOAT32_BYTES)
+    where = d2l.names([device])
+    out: list = []
+    samples = timing.measure(lambda: out.append(jnp.copy(src)), lambda: d2l.sync(out.pop()),
+                             warmup=args.warmup, repeats=args.repeats)
+    record_rate(rec, f"{prefix}_copy", 2 * nbytes, "GB/s", samples, where)
+    rec.notes.setdefault("kernels", {})[f"{prefix}_copy"] = "jax.numpy.copy"
+    if not (device.platform != "cpu" if host is None else host):
+        return
+    on_host = np.ones(elements, dtype=np.float32)
+    for case, step, sync in (
+            (f"{prefix}_host_to_device_pageable",
+             lambda: out.append(jax.device_put(on_host, device)), lambda: d2l.sync(out.pop())),
+            (f"{prefix}_device_to_host_pageable", lambda: np.asarray(src), lambda: None)):
+        samples = timing.measure(step, sync, warmup=args.warmup, repeats=args.repeats)
+        record_rate(rec, case, nbytes, "GB/s", samples,
+                    f"cpu->{where}" if "host_to" in case else f"{where}->cpu")
+        rec.notes["kernels"][case] = "jax device_put / numpy.asarray (pageable host memory)"
+
+
+def body(args: argparse.Namespace, rec: Recorder) -> None:
+    cpu = d2l.devices("cpu", 1)[0]
+    dot_rates(rec, args, cpu, "jax")
+    copy_rates(rec, args, cpu, "jax")
+    count = d2l.gpu_count()
+    for index, gpu in enumerate(d2l.devices("gpu", count) if count else []):
+        dot_rates(rec, args, gpu, f"gpu{index}_jax", PRECISIONS)
+        copy_rates(rec, args, gpu, f"gpu{index}_jax")
+    if not count:
+        rec.notes["gpu_ceilings"] = "not measured: no GPU visible to JAX"
+
+
+if __name__ == "__main__":
+    parser = arguments.ceilings_parser(__doc__.splitlines()[0])
+    sys.exit(harness.main("ceilings", "jax", parser, body))
