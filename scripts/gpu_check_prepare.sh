@@ -34,7 +34,7 @@ pip=${PIP:-.venv/bin/pip}
 limit_mib=60  # what is carried to a GPU machine is at most 64 MiB: room for the rest
 # Test/lint tools (not needed to run the pipeline) and the GPU machine's own packages
 # (packaging stays: Snakemake pins it below 26, which the machine's own may not be).
-exclude='^(black|click|iniconfig|mypy_extensions|pathspec|playwright|pluggy|pytest|pytokens|ruff|shfmt-py|snakefmt|snakemake-executor-plugin-slurm|snakemake-executor-plugin-slurm-jobstep|Pygments|contourpy|cycler|fonttools|kiwisolver|matplotlib|numpy|pandas|pillow|pyparsing|python-dateutil|tzdata|Jinja2|MarkupSafe)=='
+exclude='^(black|click|colorama|mando|radon|six|iniconfig|mypy_extensions|pathspec|playwright|pluggy|pytest|pytokens|ruff|shfmt-py|snakefmt|snakemake-executor-plugin-slurm|snakemake-executor-plugin-slurm-jobstep|Pygments|contourpy|cycler|fonttools|kiwisolver|matplotlib|numpy|pandas|pillow|pyparsing|python-dateutil|tzdata|Jinja2|MarkupSafe|scipy)=='
 # Published as source only: built into a wheel here (pure Python, so it runs anywhere).
 source_only='^(connection_pool)=='
 

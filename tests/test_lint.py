@@ -1,5 +1,6 @@
-"""The code stays clean by the project's own rules: ruff (pyproject.toml), snakefmt, and
-`snakemake --lint`."""
+"""The code stays clean by the project's own rules: ruff (pyproject.toml), snakefmt,
+`snakemake --lint`, and no function of scripts/ that radon grades E or F (a cyclomatic
+complexity over 30: split it into named steps)."""
 
 import subprocess
 
@@ -26,3 +27,9 @@ def test_snakemake_lint():
     done = snakemake(REPO, "--lint")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Congratulations" in done.stdout + done.stderr
+
+
+def test_no_function_is_graded_e_or_f_by_radon():
+    done = run(str(BIN / "radon"), "cc", "--min", "E", "--show-complexity", "scripts")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", done.stdout

@@ -257,18 +257,3 @@ def classify(low: float, high: float, band: float) -> str:
     if 1 - band <= low and high <= 1 + band:
         return SAME
     return UNSURE
-
-
-def holm_kept(p_values: Sequence[float], alpha: float, total: int,
-              strictest: bool = False) -> tuple[int, float]:
-    """Holm's step-down over ``total`` tests, of which ``p_values`` (ascending) are the
-    ones that could be kept: how many are kept, and the limit the first one dropped
-    failed (the last limit where none is). The k-th (from 0) is kept while
-    p <= alpha / (total - k) and every one before it was; ``strictest``: each must clear
-    alpha / total (other tests, not seen here, may rank first)."""
-    limit = alpha / total if total else alpha
-    for k, p in enumerate(p_values):
-        limit = alpha / (total if strictest else total - k)
-        if p > limit:
-            return k, limit
-    return len(p_values), limit

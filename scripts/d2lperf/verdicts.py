@@ -8,9 +8,8 @@ documents' verdict may also be "mixed" (their alternate runs disagree)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-from d2lperf import stats
 
 HOLDS, FAILS, UNSURE, NA = "holds", "does not hold", "inconclusive", "not applicable"
 NOT_HERE, MIXED = "not applicable here", "mixed"
@@ -76,10 +75,25 @@ def holm(verdicts: list[Verdict], unseen: int = 0) -> None:
     decisive = sorted((v for v in tested if v.verdict != UNSURE and v.p_value == v.p_value),
                       key=lambda v: v.p_value)
     total = len(tested) + unseen
-    kept, limit = stats.holm_kept([v.p_value for v in decisive], HOLM_ALPHA, total,
+    kept, limit = holm_kept([v.p_value for v in decisive], HOLM_ALPHA, total,
                                   strictest=bool(unseen))
     for later in decisive[kept:]:
         later.evidence += (f"; {later.verdict} by its own interval, but not after the "
                            f"correction for the {total} claims judged (Holm: "
                            f"p {later.p_value:.2g} > {limit:.2g})")
         later.verdict = UNSURE
+
+
+def holm_kept(p_values: Sequence[float], alpha: float, total: int,
+              strictest: bool = False) -> tuple[int, float]:
+    """Holm's step-down over ``total`` tests, of which ``p_values`` (ascending) are the
+    ones that could be kept: how many are kept, and the limit the first one dropped
+    failed (the last limit where none is). The k-th (from 0) is kept while
+    p <= alpha / (total - k) and every one before it was; ``strictest``: each must clear
+    alpha / total (other tests, not seen here, may rank first)."""
+    limit = alpha / total if total else alpha
+    for k, p in enumerate(p_values):
+        limit = alpha / (total if strictest else total - k)
+        if p > limit:
+            return k, limit
+    return len(p_values), limit
