@@ -6,7 +6,8 @@
 #                                  machine with network (default: gpu-check-kit)
 #
 # For a machine with an NVIDIA GPU and no network that has Python >= 3.10 with torch (CUDA),
-# pandas, matplotlib and jinja2: Snakemake comes from the kit's wheels (installed into
+# pandas, matplotlib, scipy (the sections' manager judges with it) and jinja2: Snakemake
+# comes from the kit's wheels (installed into
 # .gpu-check/, beside the machine's own packages, nothing else touched), Fashion-MNIST from
 # the kit too. Where torch sees no GPU it runs the same pipeline in its CPU mode, at the CI
 # preset with the GPU sections on the CPU stand-in. On a GPU, the archive is kept under
@@ -45,7 +46,7 @@ version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ "$(cat "$kit/python-version")" = "$version" ] ||
   fail "the kit's wheels are for Python $(cat "$kit/python-version"), $python is $version:" \
        "make the kit with GPU_PYTHON=$version scripts/gpu_check_prepare.sh"
-for module in torch pandas matplotlib jinja2; do
+for module in torch pandas matplotlib scipy jinja2; do
   "$python" -c "import $module" 2>/dev/null || fail "$python cannot import $module"
 done
 
@@ -93,7 +94,14 @@ out, preset, torch_python, data_dir, on_cpu, sections, results_id = sys.argv[1:]
 # The check's own id as machine, and the stock BLAS (a BLAS variant would add to the
 # folder's name): results/<results_id>/ and archives/<results_id>.tar.gz, whatever
 # config/config.yaml says.
-config = {"preset": preset, "frameworks": ["pytorch"], "torch_python": torch_python,
+# JAX's twins too where this interpreter has jax and flax (the GPU machines this project is
+# checked on do), with the versions found there (each run records them)
+try:
+    import flax, jax  # noqa: F401
+    frameworks = {"frameworks": ["pytorch", "jax"], "jax_python": torch_python}
+except ImportError:
+    frameworks = {"frameworks": ["pytorch"]}
+config = {"preset": preset, **frameworks, "torch_python": torch_python,
           "data_dir": data_dir, "gpu_sections_on_cpu": on_cpu == "True",
           "machine": results_id, "blas": "bundled", "blas_coretype": ""}
 if sections.split():  # names only: the workflow's config check refuses any other

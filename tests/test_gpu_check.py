@@ -1,5 +1,5 @@
 """The GPU check's kit (scripts/gpu_check_prepare.sh): what a GPU machine without network
-needs beyond its own torch, pandas, matplotlib and jinja2, in one folder under 60 MiB."""
+needs beyond its own torch, pandas, matplotlib, scipy and jinja2, in one folder under 60 MiB."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from d2lperf import data, machine
 
 LIMIT = 60 * 1024 * 1024
 # What the GPU machines this project is checked on have already (their Python packages).
-MACHINE_PACKAGES = ("numpy", "pandas", "matplotlib", "Jinja2")
+MACHINE_PACKAGES = ("numpy", "pandas", "matplotlib", "scipy", "Jinja2")
+# Beside the PyTorch environment (torch, numpy): what a GPU machine adds of them.
+BESIDE_TORCH = ("pandas", "matplotlib", "scipy")
 
 
 def pins(names):
@@ -141,8 +143,9 @@ def the_users_files(work):
 @pytest.fixture(scope="module")
 def cpu_mode_check(kit, tmp_path_factory, torch_python):
     """scripts/gpu_check.sh as a GPU machine runs it, less the GPU: an interpreter with
-    torch, pandas, matplotlib and jinja2 (here: the PyTorch environment, with pandas and
-    matplotlib beside it) and the kit; torch sees no GPU, so the CPU mode at the CI preset.
+    torch, pandas, matplotlib, scipy and jinja2 (here: the PyTorch environment, with pandas,
+    matplotlib and scipy beside it) and the kit; torch sees no GPU, so the CPU mode at the
+    CI preset.
     GPU_CHECK_KEEP=1 takes the step a GPU run takes: keeping the archive. The sections are
     those written for GPUs, on their CPU stand-ins, and one that runs on a GPU where there
     is one: every section runs at this preset in the CI run already (conftest.ci_run), so
@@ -153,7 +156,7 @@ def cpu_mode_check(kit, tmp_path_factory, torch_python):
     machine_packages = tmp_path / "machine-packages"
     subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
                     "--disable-pip-version-check", "--target", str(machine_packages),
-                    *pins(MACHINE_PACKAGES[1:3])], check=True, timeout=600)
+                    *pins(BESIDE_TORCH)], check=True, timeout=600)
     work = copy_workflow(tmp_path / "wf")
     users = the_users_files(work)
     done = subprocess.run(
@@ -388,7 +391,7 @@ def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, tmp_path,
     machine = tmp_path / "machine-packages"
     subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
                     "--disable-pip-version-check", "--target", str(machine),
-                    *pins(MACHINE_PACKAGES[1:3])], check=True, timeout=600)
+                    *pins(BESIDE_TORCH)], check=True, timeout=600)
     work = copy_workflow(tmp_path / "wf #2")  # (no colon: PYTHONPATH holds it)
     done = subprocess.run(  # named relative to where it is run, as a user names it
         ["bash", str(work / "scripts/gpu_check.sh"), odd.name], capture_output=True,

@@ -49,11 +49,11 @@ import jsonschema
 import yaml
 
 from d2lperf import children
-from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.machine import RESERVED_RESULT_NAMES, MachineIdError, check_machine_id
 from d2lperf.results import RecordError, current_rows, current_run, newer_format, section_folder
 from d2lperf.tables import TableError, check_summary_rows, load_samples, summary_schema
+from d2lperf.verdicts import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 
 FORMAT = 1
 MANIFEST = "manifest.json"

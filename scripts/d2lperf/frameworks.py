@@ -38,10 +38,11 @@ class Framework:
     ``environment``/``lock``: its conda environment and locked packages (archived with
     the results); ``package``: the module it imports, asked for its version
     (``min_version``: the oldest that runs the sections), and the run record's key of
-    its build; ``module``: d2lperf's module for it. ``gpu_everywhere``: it queues work
-    only on a GPU, so every section runs on a GPU where the machine has one (its jobs
-    ask SLURM for one at least). ``blas_variant``: a run on a system BLAS (LD_PRELOAD)
-    swaps its BLAS, so it is the one framework such a variant runs. ``runs_as``: how a
+    its build; ``module``: d2lperf's module for it. ``gpu_everywhere``: every section runs
+    on a GPU where the machine has one (its jobs ask SLURM for one at least): PyTorch
+    queues work only there, JAX's default device is the GPU there. ``blas_variant``: a run
+    on a system BLAS (LD_PRELOAD) swaps its BLAS, so it is the one framework such a variant
+    runs. ``runs_as``: how a
     claim's "where it applies" names it, by the way it runs work (the label where
     empty)."""
 
@@ -85,7 +86,8 @@ REGISTRY: dict[str, Framework] = {f.name: f for f in [
               interpreter_key="jax_python", default_interpreter=".venv-jax/bin/python",
               environment="envs/jax.yaml", lock="envs/jax.lock.txt",
               package="jax", module="d2lperf.jax",
-              build="`make envs` (it builds .venv-jax)", min_version=(0, 4)),
+              build="`make envs` (it builds .venv-jax)", min_version=(0, 4),
+              gpu_everywhere=True),
 ]}
 FRAMEWORKS = tuple(REGISTRY)
 DOCUMENTS = FRAMEWORKS[0]  # the documents' framework; older records' framework

@@ -109,7 +109,7 @@ def _run_body(section: str, framework: str, args: argparse.Namespace,
     on = getattr(args, "on", "cpu")
     for entry in REGISTRY.values():  # the build of each framework the body loaded
         if entry.package in sys.modules:
-            module = frameworks.module(entry.name)
-            record[entry.package] = module.build_info()
-            record["execution"] = module.execution(on)
+            record[entry.package] = frameworks.module(entry.name).build_info()
+    if REGISTRY[framework].package in sys.modules:  # where this framework's work ran
+        record["execution"] = frameworks.module(framework).execution(on)
     return record, recorder.rows
