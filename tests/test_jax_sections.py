@@ -156,3 +156,15 @@ def test_the_ceilings_compare_jax_with_every_library_on_its_device():
     assert best_ceiling(ceilings, ceiling_case("GFLOP", "cpu", "")) == ("jax_dot_2000", 170.0)
     assert best_ceiling(ceilings, ceiling_case("GFLOP", "cuda:0", "")) == \
         ("gpu0_jax_dot_4000", 900.0)
+
+
+def test_async_memory_trains_in_both_modes_in_fresh_processes(jax_python, tmp_path):
+    done = run(jax_python, "async_memory", tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_run(tmp_path)
+    counts = timed_cases(valid_rows(tmp_path))
+    for mode in ("sync", "async"):
+        assert {f"{mode}_total", f"{mode}_memory_increase",
+                f"{mode}_peak_memory_increase"} <= set(counts)
+    assert "jax.jit" in record["notes"]["step"]
+    assert record["execution"]["queues_work"] is True

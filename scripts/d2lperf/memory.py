@@ -139,6 +139,7 @@ class MemoryRun(TypedDict):
     memory_increase: float
     peak_memory_increase: float
     peak_method: str
+    peak_samples: int
 
 
 Runs = dict[str, list[MemoryRun]]
