@@ -168,3 +168,24 @@ def test_async_memory_trains_in_both_modes_in_fresh_processes(jax_python, tmp_pa
                 f"{mode}_peak_memory_increase"} <= set(counts)
     assert "jax.jit" in record["notes"]["step"]
     assert record["execution"]["queues_work"] is True
+
+
+def test_multi_device_training_from_scratch_on_the_two_host_devices(jax_python, tmp_path):
+    """LeNet by hand, data parallel over JAX's two host devices (the documents' cpu(0),
+    cpu(1)), allreduce as psum: the demos print what the document printed, and both runs
+    train."""
+    done = run(jax_python, "multi_gpu_scratch", tmp_path, "--on", "cpu")
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_run(tmp_path)
+    outputs = record["outputs"]
+    assert outputs["allreduce_before"]["values"] == [[[1.0, 1.0]], [[2.0, 2.0]]]
+    assert outputs["allreduce_after"]["values"] == [[[3.0, 3.0]], [[3.0, 3.0]]]
+    assert outputs["split_output"]["values"] == [
+        [list(range(r * 4, r * 4 + 4)) for r in range(3)],
+        [list(range(r * 4, r * 4 + 4)) for r in range(3, 6)]]
+    assert outputs["b1_grad"]["by_design"]
+    rows = valid_rows(tmp_path)
+    devices = {r["case"]: r["devices"] for r in rows if r["metric"] == "time"}
+    assert devices == {"lenet_1_device": "cpu:0", "lenet_2_devices": "cpu:0,cpu:1"}
+    accuracy = [float(r["value"]) for r in rows if r["metric"] == "accuracy"]
+    assert accuracy and all(0 <= a <= 1 for a in accuracy)

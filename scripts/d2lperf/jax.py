@@ -23,9 +23,11 @@ from __future__ import annotations
 import os
 import random
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from d2lperf import data, training
 from d2lperf import devices as device_kinds
 from d2lperf.devices import KINDS
 from d2lperf.errors import NEEDS_GPUS, Skipped
@@ -120,6 +122,95 @@ def seed(n: int):
     np.random.seed(n)
     random.seed(n)
     return jax.random.key(n)
+
+
+def prepare(args: Any, rec: Any, model: str, seed_value: int = 0) -> tuple[list, list]:
+    """The runs that fit this machine and devices enough for the largest
+    (training.fitting_runs); then numpy's and Python's generators seeded (the loader's
+    shuffling draws from numpy's)."""
+    planned, found = training.fitting_runs(args, rec, model, devices, gpu_count)
+    seed(seed_value)
+    return planned, found
+
+
+class FashionMNIST:
+    """One split as numpy arrays: (N, 1, 28, 28) float32 images in [0, 1] (the layout the
+    MXNet and PyTorch twins feed) and int32 labels."""
+
+    def __init__(self, images, labels) -> None:
+        self.images, self.labels = images, labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int):
+        return self.images[index], self.labels[index]
+
+
+class Loader:
+    """Batches of a split, shuffled with numpy's generator every epoch where asked (the
+    training split), the last smaller batch kept, as d2l's loaders give them; each batch
+    numpy arrays, put on a device by the step that takes it."""
+
+    def __init__(self, dataset: FashionMNIST, batch_size: int, shuffle: bool) -> None:
+        self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        import numpy as np
+
+        order = (np.random.permutation(len(self.dataset)) if self.shuffle
+                 else np.arange(len(self.dataset)))
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start:start + self.batch_size]
+            yield self.dataset.images[chosen], self.dataset.labels[chosen]
+
+
+def fashion_mnist(folder, train: bool, limit: int | None = None) -> FashionMNIST:
+    import numpy as np
+
+    prefix = "train" if train else "t10k"
+    shape, pixels = data.read_idx(folder / f"{prefix}-images-idx3-ubyte.gz")
+    _, labels = data.read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz")
+    images = np.frombuffer(pixels, dtype=np.uint8).reshape(shape)[:limit]
+    targets = np.frombuffer(labels, dtype=np.uint8).astype(np.int32)[:limit]
+    return FashionMNIST((images[:, None] / np.float32(255)).astype(np.float32), targets)
+
+
+def load_data(args: Any, batch_size: int):
+    """(train_iter, test_iter) from a training section's options: the files found and
+    verified as for the other twins (data.find_fashion_mnist), read with numpy; a missing
+    data set ends the run non-zero with data.py's message."""
+    try:
+        folder = data.find_fashion_mnist(args.data_dir)
+    except data.DataMissing as missing:
+        print(missing, file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+    return (Loader(fashion_mnist(folder, True, args.train_limit), batch_size, True),
+            Loader(fashion_mnist(folder, False, args.test_limit), batch_size, False))
+
+
+def warm_up(train_iter: Loader, batch_size: int, step) -> list[list[int]]:
+    """training.warm_up with zero batches (compiling each input shape's step first)."""
+    import numpy as np
+
+    def zeros_batch(size: int, example_shape: tuple):
+        return (np.zeros((size, *example_shape), np.float32), np.zeros(size, np.int32))
+
+    return training.warm_up(train_iter.dataset, batch_size, step, zeros_batch, sync)
+
+
+def evaluate_accuracy(net, data_iter: Loader, device=None) -> float:
+    """The share of correct predictions of ``net`` (a function of a batch) over a split, on
+    ``device``; the correct count stays on the device until the end."""
+    import jax
+    import jax.numpy as jnp
+
+    correct, n = jnp.zeros((), jnp.int32), 0
+    for X, y in data_iter:
+        X, y = jax.device_put(X, device), jax.device_put(y, device)
+        correct = correct + (net(X).argmax(axis=1) == y).sum()
+        n += len(y)
+    return int(correct) / n
 
 
 def matrix_product(dtype: str = "float32"):
