@@ -189,3 +189,24 @@ def test_multi_device_training_from_scratch_on_the_two_host_devices(jax_python, 
     assert devices == {"lenet_1_device": "cpu:0", "lenet_2_devices": "cpu:0,cpu:1"}
     accuracy = [float(r["value"]) for r in rows if r["metric"] == "accuracy"]
     assert accuracy and all(0 <= a <= 1 for a in accuracy)
+
+
+def test_auto_parallelism_without_a_gpu_is_skipped_and_runs_on_the_host_devices(jax_python,
+                                                                               tmp_path):
+    skipped = tmp_path / "gpu"
+    skipped.mkdir()
+    done = run(jax_python, "auto_parallelism", skipped, "--on", "gpu")
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_run(skipped)
+    assert (record["status"], record["reason"]) == ("skipped", "needs 1 GPU, found 0")
+    stand_in = tmp_path / "cpu"
+    stand_in.mkdir()
+    done = run(jax_python, "auto_parallelism", stand_in, "--on", "cpu")
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_run(stand_in)
+    rows = valid_rows(stand_in)
+    assert set(timed_cases(rows)) == {"cpu_only", "gpu_only", "cpu_and_gpu", "gpu_compute",
+                                      "copy_to_cpu", "compute_and_copy"}
+    where = {r["case"]: r["devices"] for r in rows}
+    assert where["cpu_and_gpu"] == "cpu:0,cpu:1"  # two host devices, a queue each
+    assert record["notes"]["two_gpus"].startswith("not run")
