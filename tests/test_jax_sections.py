@@ -210,3 +210,18 @@ def test_auto_parallelism_without_a_gpu_is_skipped_and_runs_on_the_host_devices(
     where = {r["case"]: r["devices"] for r in rows}
     assert where["cpu_and_gpu"] == "cpu:0,cpu:1"  # two host devices, a queue each
     assert record["notes"]["two_gpus"].startswith("not run")
+
+
+def test_concise_multi_device_training_shards_the_batch_over_the_host_devices(jax_python,
+                                                                              tmp_path):
+    """ResNet-18 in Flax, one jitted step with the batch sharded over the devices: the
+    documents' checks before training, and both runs train."""
+    done = run(jax_python, "multi_gpu_gluon", tmp_path, "--on", "cpu")
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_run(tmp_path)
+    assert record["outputs"]["weight_same_on_devices"]["text"] == "True"
+    assert record["outputs"]["weight_not_initialized_on"]["by_design"]
+    assert len(record["outputs"]["net_outputs"]["values"]) == 2  # a shard's outputs each
+    rows = valid_rows(tmp_path)
+    devices = {r["case"]: r["devices"] for r in rows if r["metric"] == "time"}
+    assert devices == {"resnet18_1_device": "cpu:0", "resnet18_2_devices": "cpu:0,cpu:1"}
