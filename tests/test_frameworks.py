@@ -115,3 +115,13 @@ def test_version_problem_only_where_the_registry_sets_a_minimum():
     assert frameworks.version_problem("mxnet", "0.1") is None
     assert "torch 2.0.1 is too old" in frameworks.version_problem("pytorch", "2.0.1")
     assert "not a torch version" in frameworks.version_problem("pytorch", "unknown")
+
+
+def test_every_frameworks_environment_stays_out_of_git():
+    """`make envs` builds a folder per framework in the checkout: git ignores each (a
+    committed environment is hundreds of MB of someone else's wheels)."""
+    import subprocess
+
+    for folder in frameworks.environments():
+        done = subprocess.run(["git", "check-ignore", "-q", f"{folder}/bin/python"], cwd=REPO)
+        assert done.returncode == 0, f"{folder} is not ignored by git"
