@@ -8,7 +8,7 @@ TVENV := .venv-torch
 SNAKEMAKE := $(VENV)/bin/snakemake
 AXE := tests/.axe
 
-.PHONY: report test setup envs data browser blas slurm lint lock bench clean
+.PHONY: report test setup envs data browser blas slurm lint lock bench clean site
 .PHONY: lock-torch lock-jax
 
 ## report: set everything up, run the pipeline, print where the report is
@@ -16,6 +16,12 @@ AXE := tests/.axe
 report: setup
 	$(VENV)/bin/python scripts/import_results.py --kept report/machines
 	$(SNAKEMAKE) --cores $(CORES)
+
+## site: one page for every machine measured, site/index.html (each machine's report beside
+## it); the machines kept under report/machines/ are imported first, as `make report` does
+site: $(VENV)/.installed
+	$(VENV)/bin/python scripts/import_results.py --kept report/machines
+	$(VENV)/bin/python scripts/site.py --results results --out site
 
 ## test: set up what the tests need, then run every test
 test: setup browser blas slurm
@@ -139,4 +145,4 @@ bench: envs
 	$(BENCH) blas_kernels bench/blas_kernels.py
 
 clean:
-	rm -rf $(VENV) $(MXVENV) $(TVENV) $(AXE) .snakemake
+	rm -rf $(VENV) $(FRAMEWORK_VENVS) $(AXE) .snakemake
