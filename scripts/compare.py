@@ -2,8 +2,10 @@
 
 Reads each machine's summary.csv and verdicts.csv (this machine's and those imported
 under results/), writes comparison.csv (one row per case and machine: median, 95%
-interval, speed-up against the baseline with its interval), verdicts_by_machine.csv
-and a plot of the speed-ups.
+interval, speed-up against the baseline with its interval), verdicts_by_machine.csv,
+machines_compared.csv (what tells the machines apart where a verdict differs: the CPU, its
+cores and vector unit, the kernel its MXNet's OpenBLAS runs, the GPUs) and a plot of the
+speed-ups.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pandas as pd  # noqa: E402
 from d2lperf import hostlock  # noqa: E402
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS  # noqa: E402
-from d2lperf.results import current_rows  # noqa: E402
+from d2lperf.results import RecordError, current_rows, read_machine  # noqa: E402
 from d2lperf.tables import TableError, check_summary_rows, read_table, summary_schema  # noqa: E402
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "workflow/schemas"
@@ -140,6 +142,28 @@ def verdicts_by_machine(paths: list[Path]) -> pd.DataFrame:
     return table.reindex(columns=[*key, "claim", *dict.fromkeys(p.parent.name for p in paths)])
 
 
+def machine_facts(paths: list[Path]) -> pd.DataFrame:
+    """A row per machine (its folder's name): what can make a verdict differ between
+    machines. A machine.json that cannot be read leaves its facts empty."""
+    rows = []
+    for path in paths:
+        try:
+            record = read_machine(path)
+        except (OSError, RecordError):
+            record = {}
+        cpu = record.get("cpu") or {}
+        blas = ((record.get("software") or {}).get("mxnet") or {}).get("blas") or {}
+        rows.append({
+            "machine": path.parent.name,
+            "cpu": cpu.get("model") or "",
+            "cores": cpu.get("logical_cores"),
+            "vector": (cpu.get("vector") or {}).get("instructions") or "",
+            "kernel": blas.get("core") or "",
+            "gpus": ", ".join(str(g.get("name")) for g in record.get("gpus") or []) or "none",
+        })
+    return pd.DataFrame(rows, columns=["machine", "cpu", "cores", "vector", "kernel", "gpus"])
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summaries", type=Path, nargs="+", required=True,
@@ -149,6 +173,10 @@ def main() -> int:
     p.add_argument("--table", type=Path, required=True)
     p.add_argument("--verdicts-table", type=Path, required=True)
     p.add_argument("--plot", type=Path, required=True)
+    p.add_argument("--machines", type=Path, nargs="*", default=[],
+                   help="results/<machine>/machine.json of every machine")
+    p.add_argument("--machines-table", type=Path,
+                   help="machines_compared.csv: what tells the machines apart")
     args = p.parse_args()
     hostlock.share("compare")  # never beside a timing of any run
     machines = [s.parent.name for s in args.summaries]
@@ -167,6 +195,10 @@ def main() -> int:
     table = speedups(load([s for s, _ in kept]), args.baseline)
     table.to_csv(args.table, index=False)
     verdicts_by_machine([v for _, v in kept]).to_csv(args.verdicts_table, index=False)
+    if args.machines_table:
+        compared = {s.parent.name for s, _ in kept}
+        machine_facts([m for m in args.machines if m.parent.name in compared]).to_csv(
+            args.machines_table, index=False)
     args.plot.parent.mkdir(parents=True, exist_ok=True)
     plot(table, args.baseline, args.plot)
     print(f"compared {len(machines)} machines against {args.baseline}")

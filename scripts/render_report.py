@@ -146,6 +146,8 @@ def parser() -> argparse.ArgumentParser:
                         "(default: report/labels.csv)")
     p.add_argument("--comparison", type=Path, help="comparison.csv (other machines present)")
     p.add_argument("--comparison-verdicts", type=Path, help="verdicts_by_machine.csv")
+    p.add_argument("--comparison-machines", type=Path,
+                   help="machines_compared.csv: what tells the machines apart")
     p.add_argument("--comparison-plot", type=Path, help="plots/comparison.svg")
     p.add_argument("--kept", type=Path,
                    help="results/kept-archives.json: the kept archives refused are listed")

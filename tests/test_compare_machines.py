@@ -49,3 +49,25 @@ def test_an_archive_with_not_applicable_here_verdicts_is_imported(tmp_path):
         "claim,name,section,verdict,evidence,rule\n"
         f"c,cpu_gpu_overlap,auto_parallelism,{NOT_HERE},no GPU here,r\n").encode()}
     archive._check_verdicts(members, "box")  # raises ArchiveError if refused
+
+
+def test_the_machines_facts_that_can_make_a_verdict_differ(tmp_path):
+    """The CPU, its cores and vector unit, MXNet's BLAS kernel and the GPUs, from each
+    machine.json; one that cannot be read gives empty facts, not a failed comparison."""
+    import json
+
+    good = tmp_path / "box" / "machine.json"
+    good.parent.mkdir()
+    good.write_text(json.dumps({
+        "cpu": {"model": "AMD EPYC", "logical_cores": 2,
+                "vector": {"instructions": "AVX-512", "bits": 512}},
+        "gpus": [{"name": "NVIDIA H200", "driver": "580", "memory": "141 GiB"}],
+        "software": {"mxnet": {"blas": {"core": "Barcelona"}}}}))
+    bad = tmp_path / "broken" / "machine.json"
+    bad.parent.mkdir()
+    bad.write_text('{"cpu": "x"}')
+    table = compare.machine_facts([good, bad])
+    assert table.to_dict("records")[0] == {
+        "machine": "box", "cpu": "AMD EPYC", "cores": 2, "vector": "AVX-512",
+        "kernel": "Barcelona", "gpus": "NVIDIA H200"}
+    assert table.iloc[1]["machine"] == "broken" and table.iloc[1]["gpus"] == "none"

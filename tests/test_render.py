@@ -459,6 +459,13 @@ def across_machines(tmp_path: Path) -> argparse.Namespace:
           "test-box": "holds", "gpu-box": "does not hold"},
          {"framework": "mxnet", "name": "aa_hybridize", "claim": "a check",
           "test-box": "holds", "gpu-box": "holds"}])
+    args.comparison_machines = write_csv(
+        tmp_path / "machines_compared.csv", ["machine", "cpu", "cores", "vector", "kernel",
+                                             "gpus"],
+        [{"machine": "test-box", "cpu": "AMD EPYC", "cores": 2, "vector": "AVX-512",
+          "kernel": "Barcelona", "gpus": "none"},
+         {"machine": "gpu-box", "cpu": "AMD EPYC", "cores": 16, "vector": "AVX-512",
+          "kernel": "Barcelona", "gpus": "NVIDIA H200"}])
     args.comparison_plot = args.plots[0]
     return args
 
@@ -586,3 +593,30 @@ def test_the_overview_legend_keeps_every_framework_inside_the_figure_with_its_ow
     height = float(re.search(r'viewBox="0 0 \d+ ([\d.]+)"', svg).group(1))
     assert all(int(y) < height for _, y, _ in legend)
     assert "l5 9 l-10 0 z" in svg  # the triangle
+
+
+def test_where_a_verdict_differs_between_machines_the_report_says_what_sets_them_apart(
+        tmp_path):
+    """The cores and the GPUs differ, the CPU, vector unit and kernel do not: only the
+    first two are named, for each framework whose verdicts differ."""
+    across = render_report.view(across_machines(tmp_path))["comparison"]
+    (row,) = across["verdicts"]
+    assert row["why"] == [
+        "MXNet: the machines differ in cores 2 / 16; GPUs none / NVIDIA H200",
+        "PyTorch: the machines differ in cores 2 / 16; GPUs none / NVIDIA H200"]
+
+
+def test_the_same_hardware_says_the_difference_is_run_to_run():
+    from d2lperf.report.comparison import differences
+
+    same = {"cpu": "x", "cores": "2", "vector": "AVX2", "kernel": "Haswell", "gpus": "none"}
+    cells = [[{"framework": "MXNet", "verdict": "holds"}],
+             [{"framework": "MXNet", "verdict": "inconclusive"}],
+             [{"framework": "MXNet", "verdict": "not applicable"}]]
+    facts = {"a": same, "b": dict(same), "c": {**same, "cores": "64"}}
+    assert differences(cells, ["a", "b", "c"], facts) == [
+        "MXNet: the machines' recorded hardware is the same: the difference is the "
+        "measurement's, run to run"]  # c did not judge it: its cores do not count
+    agreeing = [[{"framework": "MXNet", "verdict": "holds"}]] * 2
+    assert differences(agreeing, ["a", "c"], facts) == []
+    assert differences(cells, ["a", "b", "c"], {}) == []  # an archive without the table

@@ -343,6 +343,7 @@ def comparison_inputs(wildcards):
     return {
         "comparison": rules.compare.output.table,
         "comparison_verdicts": rules.compare.output.verdicts,
+        "comparison_machines": rules.compare.output.machines,
         "comparison_plot": rules.compare.output.plot,
     }
 
@@ -366,6 +367,8 @@ def comparison_args(wildcards, input):
         input.comparison,
         "--comparison-verdicts",
         input.comparison_verdicts,
+        "--comparison-machines",
+        input.comparison_machines,
         "--comparison-plot",
         input.comparison_plot,
     ]

@@ -80,9 +80,11 @@ rule compare:
         script="scripts/compare.py",
         summaries=[f"results/{m}/summary.csv" for m in [RESULTS_ID, *OTHER_MACHINES]],
         verdicts=[f"results/{m}/verdicts.csv" for m in [RESULTS_ID, *OTHER_MACHINES]],
+        machines=[f"results/{m}/machine.json" for m in [RESULTS_ID, *OTHER_MACHINES]],
     output:
         table=update(f"{RESULTS}/comparison.csv"),
         verdicts=update(f"{RESULTS}/verdicts_by_machine.csv"),
+        machines=update(f"{RESULTS}/machines_compared.csv"),
         plot=update(f"{RESULTS}/plots/comparison.svg"),
     log:
         f"{RESULTS}/logs/compare.log",
@@ -99,6 +101,7 @@ rule compare:
         "{params.py:q} {input.script:q} --summaries {input.summaries:q}"
         " --verdicts {input.verdicts:q} --baseline {params.baseline:q}"
         " --table {output.table:q} --verdicts-table {output.verdicts:q}"
+        " --machines {input.machines:q} --machines-table {output.machines:q}"
         " --plot {output.plot:q} > {log:q} 2>&1"
 
 

@@ -1,5 +1,7 @@
 """Across machines (only where other machines' results are present): a column per
-machine, the baseline's first, and each claim's verdicts per framework on each."""
+machine, the baseline's first, and each claim's verdicts per framework on each; where a
+framework's verdict differs between machines, what tells those machines apart (the CPU,
+its cores and vector unit, the BLAS kernel, the GPUs)."""
 
 from __future__ import annotations
 
@@ -53,6 +55,47 @@ def comparison(args: argparse.Namespace, claims_table: dict[str, Claim],
                 row["cells"][k].append({"framework": FRAMEWORKS.get(v.get("framework"),
                                                                     v.get("framework")),
                                         "verdict": v[machine]})
+    facts = machine_facts(getattr(args, "comparison_machines", None))
+    for row in verdicts.values():
+        row["why"] = differences(row["cells"], machines, facts)
     return {"machines": machines, "others": [m for m in machines if m != this],
             "rows": rows, "verdicts": list(verdicts.values()),
             "plot": svg_data_uri(args.comparison_plot)}
+
+
+# What can make a verdict differ between machines, as machines_compared.csv names it.
+FACTS = {"cpu": "CPU", "cores": "cores", "vector": "vector unit", "kernel": "MXNet's BLAS kernel",
+         "gpus": "GPUs"}
+SETTLED = ("holds", "does not hold", "inconclusive")  # the verdicts a comparison weighs
+
+
+def machine_facts(path) -> dict[str, dict[str, str]]:
+    """Each machine's facts (compare.py's machines_compared.csv), as text; none where the
+    table is absent (archives and rules of an earlier version)."""
+    if not path:
+        return {}
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return {r["machine"]: {k: r.get(k, "") for k in FACTS} for r in table.to_dict("records")}
+
+
+def differences(cells: list[list[Row]], machines: list[str],
+                facts: dict[str, dict[str, str]]) -> list[str]:
+    """For each framework whose verdict on a claim differs between machines (of those that
+    judged it), what tells those machines apart, or that nothing recorded does."""
+    found = []
+    frameworks = dict.fromkeys(c["framework"] for cell in cells for c in cell)
+    for framework in frameworks:
+        judged = {m: c["verdict"] for m, cell in zip(machines, cells) for c in cell
+                  if c["framework"] == framework and c["verdict"] in SETTLED}
+        if len(set(judged.values())) < 2:
+            continue
+        known = [m for m in judged if m in facts]
+        apart = [f"{label} {' / '.join(dict.fromkeys(facts[m][key] or '?' for m in known))}"
+                 for key, label in FACTS.items()
+                 if len({facts[m][key] for m in known}) > 1]
+        if not known:
+            continue
+        found.append(f"{framework}: the machines differ in " + "; ".join(apart) if apart else
+                     f"{framework}: the machines' recorded hardware is the same: the "
+                     "difference is the measurement's, run to run")
+    return found
