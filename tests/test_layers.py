@@ -237,7 +237,6 @@ def test_learning_rates_refuse_what_is_not_a_finite_positive_number(text):
 
 def test_one_list_of_device_kinds():
     from d2lperf import devices
-
     from d2lperf.frameworks import REGISTRY
 
     for entry in REGISTRY.values():  # every framework's module takes the one list
