@@ -145,6 +145,18 @@ class MemoryRun(TypedDict):
 Runs = dict[str, list[MemoryRun]]
 
 
+def run_figures(batch_seconds: dict[int, float], seconds: float, rss: PeakRSS,
+                before_mb: float) -> MemoryRun:
+    """One run's figures, every twin's: the elapsed time at each reported batch and in all,
+    and how much the RSS grew from ``before_mb`` (at the end and at its peak), the growth
+    printed as the document prints it."""
+    increased = rss.result.after / MB - before_mb
+    print(f"increased memory: {increased:f} MB", flush=True)
+    return {"batch_seconds": batch_seconds, "total_seconds": seconds,
+            "memory_increase": increased, "peak_memory_increase": rss.result.peak / MB - before_mb,
+            "peak_method": rss.result.method, "peak_samples": rss.result.samples}
+
+
 def main(framework: str, description: str, body: Callable[[argparse.Namespace, Recorder], None],
          train: Callable[[str, argparse.Namespace], MemoryRun],
          add_workload: Callable[[argparse.ArgumentParser], None] | None = None) -> int:

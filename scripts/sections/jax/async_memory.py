@@ -96,16 +96,7 @@ def train(mode: str, args: argparse.Namespace) -> memory.MemoryRun:
                 params, state, l = step(params, state, X, y_)  # noqa: E741 (the document's)
                 if mode == "sync":
                     l_sum += float(l)
-    increased = rss.result.after / memory.MB - mem
-    print(f"increased memory: {increased:f} MB", flush=True)
-    return {
-        "batch_seconds": batch_seconds,
-        "total_seconds": loop.seconds,
-        "memory_increase": increased,
-        "peak_memory_increase": rss.result.peak / memory.MB - mem,
-        "peak_method": rss.result.method,
-        "peak_samples": rss.result.samples,
-    }
+    return memory.run_figures(batch_seconds, loop.seconds, rss, mem)
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:

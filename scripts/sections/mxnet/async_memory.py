@@ -87,16 +87,7 @@ def train(mode: str, args: argparse.Namespace) -> memory.MemoryRun:
                 trainer.step(X.shape[0])
     # The tracker's last reading is the RSS as nd.waitall() returned, so the peak it
     # reports is never below it.
-    increased = rss.result.after / memory.MB - mem
-    print(f"increased memory: {increased:f} MB", flush=True)
-    return {
-        "batch_seconds": batch_seconds,
-        "total_seconds": loop.seconds,
-        "memory_increase": increased,
-        "peak_memory_increase": rss.result.peak / memory.MB - mem,
-        "peak_method": rss.result.method,
-        "peak_samples": rss.result.samples,
-    }
+    return memory.run_figures(batch_seconds, loop.seconds, rss, mem)
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:

@@ -101,16 +101,7 @@ def train(mode: str, args: argparse.Namespace) -> memory.MemoryRun:
                 trainer.zero_grad()
                 l.mean().backward()
                 trainer.step()
-    increased = rss.result.after / memory.MB - mem
-    print(f"increased memory: {increased:f} MB", flush=True)
-    figures = {
-        "batch_seconds": batch_seconds,
-        "total_seconds": loop.seconds,
-        "memory_increase": increased,
-        "peak_memory_increase": rss.result.peak / memory.MB - mem,
-        "peak_method": rss.result.method,
-        "peak_samples": rss.result.samples,
-    }
+    figures = memory.run_figures(batch_seconds, loop.seconds, rss, mem)
     if cuda:
         figures["gpu_max_memory_allocated"] = (
             torch.cuda.max_memory_allocated(device) - allocated_before) / memory.MB
