@@ -80,12 +80,12 @@ def _run_body(section: str, framework: str, args: argparse.Namespace,
         "started": provenance.now(),
         **provenance.run_context(framework),
     }
-    recorder = Recorder(section, framework, getattr(args, "process", 0) or 0)
+    recorder = Recorder(section, framework, args.process)
     clock = time.perf_counter()
     try:
         # Every fresh process of a section loads the same libraries in the same environment,
         # and the first one's record is the section's: its check is the section's, once.
-        if not getattr(args, "process", None):
+        if not args.process:
             blas.probe_apart(framework, record, args.blas_probe_size or blas.PROBE_SIZE,
                              args.blas_reference)
         body(args, recorder)

@@ -149,10 +149,10 @@ def _run_stages(args: argparse.Namespace, worker: Worker,
         def spawn(first: int, count: int, room: stages.Room) -> stages.Stage:
             return _run_stage(args, worker, Path(tmp), first, count, room)
 
+        options = manager_options(args)
         done, pooled, staging = stages.run(
-            spawn, args.processes, section=args.section,
-            band=manager_options(args)["band"],
-            budget=manager_options(args)["budget_seconds"], threads=args.threads,
+            spawn, args.processes, section=args.section, band=options["band"],
+            budget=options["budget_seconds"], threads=args.threads,
             probe_s=statistics.median(before["probe_s"]))
     records = [r for stage in done for r in stage.records]
     rows = [row for stage, keep in zip(done, pooled) if keep for row in stage.rows]

@@ -148,24 +148,18 @@ class StagesRecord(TypedDict, total=False):
     history: list[StageEntry]
 
 
-class RunRecord(TypedDict, total=False):
-    """One section's run record (run.json). The framework builds it loaded are under
-    their packages' names (``mxnet``, ``torch``: the registry's ``package``)."""
+class RunRecord(ProcessFigures, total=False):
+    """One section's run record (run.json): a process's figures (the section's first
+    process's, its wall time all of theirs) and the rest. The framework builds it loaded
+    are under their packages' names (``mxnet``, ``torch``: the registry's ``package``).
+    ``status``: ok, skipped, refused, failed."""
 
     format_version: int
     section: str
     framework: str
-    status: str  # ok, skipped, refused, failed
     reason: str
     needs: str
     parameters: dict[str, object]
-    started: str
-    finished: str
-    wall_seconds: float
-    peak_rss_mb: float
-    load_average_at_start: list[float] | None
-    load_average_at_end: list[float] | None
-    pid: int
     threads: dict[str, str | None]
     code: dict[str, object]
     outputs: dict[str, Output]
