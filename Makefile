@@ -141,6 +141,7 @@ BENCH_BASELINE ?= 8a3f68d
 BENCH := $(VENV)/bin/python bench/record.py
 bench: envs
 	$(BENCH) pipeline_overhead bench/pipeline_overhead.py --against $(BENCH_BASELINE)
+	$(BENCH) frameworks_cost bench/frameworks_cost.py
 	$(BENCH) verdict_stability bench/verdict_stability.py --runs 3 --modes quiet busy
 	$(BENCH) blas_kernels bench/blas_kernels.py
 

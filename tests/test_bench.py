@@ -1,6 +1,7 @@
 """The benchmark scripts run end to end (on the CI preset: what they print is checked for
 shape, never for speed)."""
 
+import re
 import subprocess
 
 from conftest import REPO, WORKFLOW_PYTHON
@@ -125,3 +126,19 @@ def test_the_recorder_runs_only_scripts_in_bench(tmp_path):
         done = record(tmp_path / "m.md", *command, timeout=60)
         assert done.returncode == 2 and "bench/record.py: " in done.stderr, done.stderr
     assert not (tmp_path / "m.md").exists()
+
+
+def test_frameworks_cost_prints_both_runs_and_their_ratio():
+    """What a framework adds to a run: the base run, then only the added framework's jobs."""
+    done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/frameworks_cost.py"),
+                           "--preset", "ci", "--base", "mxnet", "--add", "jax",
+                           "--sections", "hybridize"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[1].startswith("  mxnet: ") and lines[1].endswith(" s end to end")
+    assert "hybridize " in lines[2] and "hybridize_jax" not in lines[2]
+    assert lines[3].startswith("  then mxnet, jax (only the added jobs run): ")
+    assert "hybridize_jax " in lines[4]
+    assert re.fullmatch(r"end to end: mxnet \d+ s; mxnet, jax from nothing at most \d+ s = "
+                        r"\d\.\d\dx \(jax add \d+ s\)", lines[-1]), lines[-1]

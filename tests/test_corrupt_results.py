@@ -62,7 +62,8 @@ def test_a_corrupt_sample_is_refused_naming_file_row_and_column(tmp_path, value,
     ('{"section": "hybridize", "framework": "tensorflow", "status": "ok"}',
      "not a run record: field 'framework': 'tensorflow' is not one of "
      + str(list(REGISTRY))),
-    ('{"section": "async_computation", "framework": "mxnet", "status": "ok"}',
+    ('{"section": "async_computation", "framework": "mxnet", "status": "ok",'
+     ' "parameters": {"size": 500}}',
      "the run record of async_computation"),
     ('{"section": "hybridize", "framework": "pytorch", "status": "ok"}',
      "the run record of hybridize_pytorch"),
@@ -190,6 +191,21 @@ def test_every_field_a_step_reads_is_checked_naming_file_and_field(tmp_path, fie
               "status": "ok", "started": "2026-01-02T03:04:00+00:00", **fields}
     sidecar = section(tmp_path / "r", record=json.dumps(record))
     assert refusal(sidecar).startswith(f"{sidecar}: not a run record: {message}")
+
+
+@pytest.mark.parametrize("section_name, parameters, missing", [
+    ("async_computation", {"repeats": 2}, "size"),
+    ("auto_parallelism", {"dots": 10, "cpu_size": 2000}, "gpu_size"),
+])
+def test_a_good_run_without_the_parameters_its_rates_need_is_refused(tmp_path, section_name,
+                                                                      parameters, missing):
+    """The rates of these sections are computed from their parameters (workloads.work):
+    a record without one is refused naming it, not a KeyError in a later step."""
+    record = {"section": section_name, "framework": "mxnet", "status": "ok",
+              "parameters": parameters}
+    sidecar = section(tmp_path / "r", record=json.dumps(record), folder=section_name)
+    assert refusal(sidecar) == (f"{sidecar}: not a run record: field 'parameters': "
+                                f"{missing!r} is a required property")
 
 
 def test_a_run_record_as_the_harness_writes_it_passes(tmp_path):

@@ -27,6 +27,7 @@ from d2lperf.results import (
     read_run,
     write_csv,
     write_json,
+    write_run,
 )
 
 # A section that prints a line and is then killed, as the OOM killer kills one.
@@ -163,3 +164,32 @@ def test_a_kept_record_is_read_as_its_sections_and_no_other():
                        KEPT_FOLDER)["status"] == "ok"
     with pytest.raises(RecordError, match="the run record of hybridize .* not of ceilings"):
         current_run(GOOD_RUN, f"box/ceilings/{KEPT_FOLDER}/run.json", KEPT_FOLDER)
+
+
+def test_a_later_good_run_replaces_the_kept_one(tmp_path):
+    """Once a good run is written again, the run kept beside the failure is out of date and
+    nothing points at it: it goes, and an archive of the folder does not carry it."""
+    folder = tmp_path / "hybridize"
+    folder.mkdir()
+    good_run(folder)
+    assert run_killed_section(tmp_path, folder).returncode == 0
+    assert (folder / KEPT_FOLDER).is_dir()
+
+    write_run(folder / "samples.csv", folder / "run.json", [], GOOD_RUN)
+
+    assert sorted(p.name for p in folder.iterdir()) == ["run.json", "samples.csv"]
+    assert read_run(folder / "run.json") == GOOD_RUN
+
+
+def test_a_link_at_the_kept_folders_place_is_removed_not_followed(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("mine")
+    folder = tmp_path / "hybridize"
+    folder.mkdir()
+    (folder / KEPT_FOLDER).symlink_to(elsewhere)
+
+    write_run(folder / "samples.csv", folder / "run.json", [], GOOD_RUN)
+
+    assert not (folder / KEPT_FOLDER).is_symlink()
+    assert (elsewhere / "keep.txt").read_text() == "mine"

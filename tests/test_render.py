@@ -123,7 +123,9 @@ def tables(tmp: Path, frameworks=("mxnet", "pytorch")) -> argparse.Namespace:
                                    log_tail=LOG_TAIL))
         else:
             runs.append(run_record(tmp / folder("auto_parallelism", framework),
-                                   "auto_parallelism", framework, "ok"))
+                                   "auto_parallelism", framework, "ok", parameters={
+                                       "repeats": 3, "processes": 2, "warmup": 1, "dots": 10,
+                                       "cpu_size": 2000, "gpu_size": 6000}))
     summary.append(figure("mxnet", "hybridize", "mlp_before_hybridize_twin", None, "",
                           0.125))
     if "pytorch" in frameworks:

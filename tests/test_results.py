@@ -1,9 +1,11 @@
 import csv
 import json
+import os
+import stat
 
 import pytest
 
-from d2lperf.results import COLUMNS, Recorder, write_csv, write_json
+from d2lperf.results import COLUMNS, Recorder, write_csv, write_json, write_text
 
 
 def test_recorder_numbers_every_repeat():
@@ -31,3 +33,21 @@ def test_failed_write_leaves_no_partial_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
     write_json(path, {"ok": 1})
     assert json.loads(path.read_text()) == {"ok": 1}
+
+
+def test_a_written_file_is_as_readable_as_any_file_this_user_writes(tmp_path):
+    """A write goes through a temporary file, which mkstemp makes 0600; the file it leaves
+    has the modes the user's umask gives (a results folder shared with a group, a report
+    served from it), as a plain open() would."""
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "run.json", {"ok": 1})
+        write_text(tmp_path / "report.html", "<p>")
+        write_csv(tmp_path / "samples.csv", [])
+        os.umask(0o027)
+        write_text(tmp_path / "group.txt", "x")
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes == {"run.json": 0o644, "report.html": 0o644, "samples.csv": 0o644,
+                     "group.txt": 0o640}

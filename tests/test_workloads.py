@@ -1,5 +1,8 @@
 """Which ceiling a timing's rate is set against, for every framework's device names."""
 
+import yaml
+
+from conftest import REPO
 from d2lperf import workloads
 
 
@@ -41,3 +44,27 @@ def test_every_librarys_gemm_is_a_candidate_but_not_another_precision():
     # a float32 timing on a GPU is set against float32 products, not bfloat16 ones
     assert workloads.best_ceiling(ceilings, workloads.ceiling_case("GFLOP", "cuda:0", "x")) == (
         "gpu0_torch_mm_4000", 50.0)
+
+
+class OnlyThese(dict):
+    """Parameters that fail loudly on a key the run record's schema does not require."""
+
+    def __missing__(self, key):
+        raise AssertionError(f"work() reads {key!r}, which the run schema does not require")
+
+
+def test_the_run_schema_requires_every_parameter_a_rate_is_computed_from():
+    """workflow/schemas/run.schema.yaml's `allOf` names, per section, the parameters a good
+    run keeps; work() reads no other, so a record that passes always has them."""
+    schema = yaml.safe_load((REPO / "workflow/schemas/run.schema.yaml").read_text())
+    required = {rule["if"]["properties"]["section"]["const"]:
+                rule["then"]["properties"]["parameters"]["required"] for rule in schema["allOf"]}
+    cases = {"async_computation": ["dot_wait_to_read", "dot_asnumpy", "dot_asscalar",
+                                   "dot_waitall", "loop_sync_each"],
+             "auto_parallelism": ["cpu_only", "gpu_only", "gpu_compute", "copy_to_cpu",
+                                  "copy_to_cpu_pinned", "cpu_and_gpu"]}
+    assert set(required) == set(cases)
+    for section, names in cases.items():
+        rated = [workloads.work(section, case, OnlyThese.fromkeys(required[section], 10))
+                 for case in names]
+        assert all(r is not None for r in rated[:4])

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from d2lperf import sections
+from d2lperf import devices, sections
 
 
 def _integer(text: str, lowest: int, wanted: str) -> int:
@@ -113,4 +113,16 @@ def ceilings_parser(description: str) -> argparse.ArgumentParser:
                    help="square matrix sizes for the matrix-multiply rates")
     p.add_argument("--copy-mb", type=positive_int, default=256,
                    help="megabytes copied for the bandwidth figures")
+    return p
+
+
+def two_gpu_parser(description: str) -> argparse.ArgumentParser:
+    """Automatic parallelism's command line in the twins that also run d2l's PyTorch
+    edition's two-GPU variant (each GPU multiplies a matrix of its own)."""
+    p = parser(description, section="auto_parallelism")
+    p.add_argument("--pair-size", type=positive_int, default=4000,
+                   help="matrix side of the two-GPU variant (d2l's PyTorch edition: 4000)")
+    p.add_argument("--pair-dots", type=positive_int, default=50,
+                   help="products per GPU in the two-GPU variant (d2l's PyTorch edition: 50)")
+    devices.add_argument(p)
     return p

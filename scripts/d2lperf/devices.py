@@ -15,8 +15,6 @@ def add_argument(parser: argparse.ArgumentParser, default: str = "gpu") -> None:
                         help=f"device kind for the section's GPU contexts (default: {default})")
 
 
-
-
 def execution(kind: str, *, queues_on: tuple[str, ...],
               separate_on: tuple[str, ...]) -> dict[str, object]:
     """What a run record says about where the work ran (``execution``): the device kind,

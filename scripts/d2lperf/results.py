@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import statistics
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -198,10 +199,20 @@ class Recorder:
         self.outputs[name] = entry
 
 
+def _umask() -> int:
+    """This process's umask (setting it is the only portable way to read it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, write) -> None:
+    """Write through a temporary file in the same folder, then rename it over ``path``.
+    mkstemp makes the file 0600; it gets the modes a plain open() would give (the umask's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
             write(handle)
         os.replace(tmp, path)
@@ -227,6 +238,20 @@ def write_text(path: str | Path, text: str) -> None:
 
 def write_json(path: str | Path, data: Mapping[str, object]) -> None:
     _atomic_write(Path(path), lambda h: h.write(json.dumps(data, indent=2, sort_keys=True) + "\n"))
+
+
+def write_run(csv_path: str | Path, sidecar: str | Path, rows: Iterable[Mapping[str, object]],
+              record: Mapping[str, object]) -> None:
+    """A section's good run: its samples, then its record. The last good run a failure kept
+    beside them (KEPT_FOLDER) is then out of date and nothing points at it: it goes (a link
+    planted there is removed, never followed)."""
+    write_csv(csv_path, rows)
+    write_json(sidecar, record)
+    kept = Path(sidecar).parent / KEPT_FOLDER
+    if kept.is_symlink() or kept.is_file():
+        kept.unlink()
+    elif kept.is_dir():
+        shutil.rmtree(kept)
 
 
 def read_json(path: str | Path) -> dict[str, Any]:

@@ -41,8 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 
 import argparse
 
-from d2lperf import devices as device_options
-from d2lperf import harness, timing, workloads
+from d2lperf import arguments, harness, timing, workloads
 from d2lperf import torch as d2l
 from d2lperf.describe import Stats
 from d2lperf.results import Recorder, report
@@ -197,13 +196,7 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = harness.parser(__doc__.splitlines()[0], section="auto_parallelism")
-    p.add_argument("--pair-size", type=harness.positive_int, default=4000,
-                   help="matrix side of the two-GPU variant (d2l's PyTorch edition: 4000)")
-    p.add_argument("--pair-dots", type=harness.positive_int, default=50,
-                   help="products per GPU in the two-GPU variant (d2l's PyTorch edition: 50)")
-    device_options.add_argument(p)
-    return p
+    return arguments.two_gpu_parser(__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
