@@ -23,7 +23,7 @@ SNAKEMAKE = WORKFLOW_PYTHON.parent / "snakemake"
 # The MXNet environment that `make test` creates; another one can be named.
 EXPERIMENT_PYTHON = Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python"))
 COPY_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", ".venv-mxnet", ".venv-torch", "results", ".snakemake", "__pycache__",
+    ".git", ".venv", ".venv-*", "results", ".snakemake", "__pycache__",
     ".pytest_cache", ".ruff_cache", "artifacts", "gpu-check-kit", ".gpu-check", "archives",
 )
 

@@ -8,7 +8,7 @@ import stat
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, copy_workflow
 from d2lperf import frameworks
 
 
@@ -125,3 +125,12 @@ def test_every_frameworks_environment_stays_out_of_git():
     for folder in frameworks.environments():
         done = subprocess.run(["git", "check-ignore", "-q", f"{folder}/bin/python"], cwd=REPO)
         assert done.returncode == 0, f"{folder} is not ignored by git"
+
+
+def test_a_copy_of_the_workflow_leaves_every_frameworks_environment_behind(tmp_path):
+    """The tests run the workflow in copies of the checkout, which name the interpreters: a
+    copied environment (JAX's is 0.75 GB) costs seconds of every such test and disk."""
+    copy = copy_workflow(tmp_path / "wf")
+    assert (copy / "Snakefile").is_file()
+    for folder in [".venv", *frameworks.environments()]:
+        assert not (copy / folder).exists(), f"{folder} was copied"
