@@ -129,16 +129,17 @@ def test_the_recorder_runs_only_scripts_in_bench(tmp_path):
 
 
 def test_frameworks_cost_prints_both_runs_and_their_ratio():
-    """What a framework adds to a run: the base run, then only the added framework's jobs."""
+    """What a framework adds to a run: the base run, then only the added framework's jobs
+    (a section that is skipped without a GPU: the bench's mechanics, in seconds)."""
     done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/frameworks_cost.py"),
                            "--preset", "ci", "--base", "mxnet", "--add", "jax",
-                           "--sections", "hybridize"],
+                           "--sections", "auto_parallelism"],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     assert lines[1].startswith("  mxnet: ") and lines[1].endswith(" s end to end")
-    assert "hybridize " in lines[2] and "hybridize_jax" not in lines[2]
+    assert "auto_parallelism " in lines[2] and "auto_parallelism_jax" not in lines[2]
     assert lines[3].startswith("  then mxnet, jax (only the added jobs run): ")
-    assert "hybridize_jax " in lines[4]
+    assert "auto_parallelism_jax " in lines[4]
     assert re.fullmatch(r"end to end: mxnet \d+ s; mxnet, jax from nothing at most \d+ s = "
                         r"\d\.\d\dx \(jax add \d+ s\)", lines[-1]), lines[-1]

@@ -113,7 +113,8 @@ def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tm
         **run, "section": "ceilings", "framework": "pytorch",
         "notes": {"kernels": {"torch_mm_4000": "torch mm (mkl)"}}}))
     args.runs += [ceilings / "run.json", run_record(tmp_path / "async_computation_pytorch",
-                                                    "async_computation", "pytorch", "ok")]
+                                                    "async_computation", "pytorch", "ok",
+                                                    parameters={"size": 2000})]
     page = render_report.render(args)
     first_screen = page.split('id="claims"')[0]
     assert ("OpenBLAS 0.3.13 runs its Prescott kernel (128-bit) on this 512-bit AVX-512 CPU: "

@@ -292,7 +292,8 @@ HOSTILE = {
         "box/hybridize/run.json: not a run record: the record: 'section' is a required"),
     "run.json of another section": (
         lambda o: tar(o, replaced("box/hybridize/run.json",
-                                  b'{"section": "async_computation", "status": "ok"}')),
+                                  b'{"section": "async_computation", "status": "ok",'
+                                  b' "parameters": {"size": 2000}}')),
         "box/hybridize/run.json: the run record of async_computation"),
     "machine.json without its gpus": (
         lambda o: tar(o, replaced("box/machine.json", b'{"cpu": {"model": "X"}}')),
