@@ -24,7 +24,12 @@ import pandas as pd  # noqa: E402
 from d2lperf import hostlock  # noqa: E402
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS  # noqa: E402
-from d2lperf.results import RecordError, current_rows, read_machine  # noqa: E402
+from d2lperf.results import (  # noqa: E402
+    RecordError,
+    current_rows,
+    machine_traits,
+    read_machine,
+)
 from d2lperf.tables import TableError, check_summary_rows, read_table, summary_schema  # noqa: E402
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "workflow/schemas"
@@ -151,16 +156,7 @@ def machine_facts(paths: list[Path]) -> pd.DataFrame:
             record = read_machine(path)
         except (OSError, RecordError):
             record = {}
-        cpu = record.get("cpu") or {}
-        blas = ((record.get("software") or {}).get("mxnet") or {}).get("blas") or {}
-        rows.append({
-            "machine": path.parent.name,
-            "cpu": cpu.get("model") or "",
-            "cores": cpu.get("logical_cores"),
-            "vector": (cpu.get("vector") or {}).get("instructions") or "",
-            "kernel": blas.get("core") or "",
-            "gpus": ", ".join(str(g.get("name")) for g in record.get("gpus") or []) or "none",
-        })
+        rows.append({"machine": path.parent.name, **machine_traits(record)})
     return pd.DataFrame(rows, columns=["machine", "cpu", "cores", "vector", "kernel", "gpus"])
 
 

@@ -25,7 +25,7 @@ import jinja2
 
 from d2lperf import claims, hostlock, workloads
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY
-from d2lperf.results import RecordError, read_machine, read_run, write_text
+from d2lperf.results import RecordError, machine_traits, read_machine, read_run, write_text
 from d2lperf.tables import TableError, read_table
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "report/templates/site.html.j2"
@@ -71,17 +71,17 @@ def machine_entry(folder: Path) -> dict[str, object]:
         speedups[framework] = round(1 / ratio, 2) if ratio == ratio and ratio > 0 else None
     started = sorted(str(read_run(run).get("started", ""))
                      for run in folder.glob("*/run.json"))
-    cpu, gpus = machine.get("cpu") or {}, machine.get("gpus") or []
+    facts = machine_traits(machine)
     by = {(r["name"], r["framework"]): r["verdict"] for _, r in verdicts.iterrows()
           if r.get("kind") == "claim"}
     return {
         "id": folder.name,
         "report": (folder / "report.html").is_file(),
-        "cpu": cpu.get("model") or "unknown CPU",
-        "vector": ((cpu.get("vector") or {}).get("instructions") or ""),
-        "cores": cpu.get("logical_cores"),
-        "gpus": ", ".join(str(g.get("name")) for g in gpus) or "none",
-        "device": "gpu" if gpus else "cpu",
+        "cpu": facts["cpu"] or "unknown CPU",
+        "vector": facts["vector"],
+        "cores": facts["cores"],
+        "gpus": facts["gpus"],
+        "device": "gpu" if machine.get("gpus") else "cpu",
         "measured": next((s[:10] for s in started if s), ""),
         "frameworks": frameworks,
         "cpu_rate": best_rate(summary, gpu=False),

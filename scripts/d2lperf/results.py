@@ -348,6 +348,18 @@ def read_machine(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[
     return record
 
 
+def machine_traits(record: Mapping[str, Any]) -> dict[str, object]:
+    """What tells a machine's figures from another's, from its machine.json: the CPU, its
+    logical cores and vector unit, the kernel its MXNet's OpenBLAS runs, the GPUs' names
+    ("none" without); "" where the record does not say."""
+    cpu = record.get("cpu") or {}
+    blas = ((record.get("software") or {}).get("mxnet") or {}).get("blas") or {}
+    return {"cpu": cpu.get("model") or "", "cores": cpu.get("logical_cores"),
+            "vector": (cpu.get("vector") or {}).get("instructions") or "",
+            "kernel": blas.get("core") or "",
+            "gpus": ", ".join(str(g.get("name")) for g in record.get("gpus") or []) or "none"}
+
+
 def current_run(record: Any, name: str, folder: str,
                 schema_folder: str | Path = SCHEMAS) -> Any:
     """A run record of any format this code knows, brought to the current one

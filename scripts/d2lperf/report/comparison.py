@@ -90,11 +90,11 @@ def differences(cells: list[list[Row]], machines: list[str],
         if len(set(judged.values())) < 2:
             continue
         known = [m for m in judged if m in facts]
+        if not known:
+            continue
         apart = [f"{label} {' / '.join(dict.fromkeys(facts[m][key] or '?' for m in known))}"
                  for key, label in FACTS.items()
                  if len({facts[m][key] for m in known}) > 1]
-        if not known:
-            continue
         found.append(f"{framework}: the machines differ in " + "; ".join(apart) if apart else
                      f"{framework}: the machines' recorded hardware is the same: the "
                      "difference is the measurement's, run to run")
