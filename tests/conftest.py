@@ -144,10 +144,14 @@ def crashing_python(folder: Path, module: str, message: str | None = None) -> Pa
 
 
 CI_MACHINE = "ci-test-machine"
+# The steadiness probe's work in the tests' runs: a quarter of the config's 0.2 s. Each
+# section's manager times it 13 times at least (before, after, each stage), 2.6 s of a
+# CI-preset section's ~10 s at 0.2; the probe's figures are checked, not its duration.
+CI_PROBE_SECONDS = 0.05
 # Both frameworks (the config's default); the copies of the workflow have no environments
 # of their own, so each run names the interpreters (experiment_python where it is given).
 CI_CONFIG = ["--config", "preset=ci", f"machine={CI_MACHINE}", "gpu_sections_on_cpu=True",
-             f"torch_python={TORCH_PYTHON}"]
+             f"torch_python={TORCH_PYTHON}", f"probe_seconds={CI_PROBE_SECONDS}"]
 
 
 @pytest.fixture(scope="session")

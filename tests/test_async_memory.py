@@ -7,7 +7,14 @@ import time
 import psutil
 import pytest
 
-from conftest import ci_preset, from_the_ci_run, read_rows, run_script, samples_by_case
+from conftest import (
+    CI_PROBE_SECONDS,
+    ci_preset,
+    from_the_ci_run,
+    read_rows,
+    run_script,
+    samples_by_case,
+)
 from d2lperf import memory
 
 ALLOCATION = 200_000_000  # bytes: 200 MB
@@ -129,7 +136,8 @@ def test_run_record_says_how_it_ran(memory_run):
     _, _, run, _ = memory_run
     assert run["status"] == "ok"
     threads = int(run["threads"]["OMP_NUM_THREADS"])  # one per core of this machine
-    assert run["parameters"] == {"threads": threads, "probe_seconds": 0.2, **PRESET}
+    assert run["parameters"] == {"threads": threads, "probe_seconds": CI_PROBE_SECONDS,
+                                 **PRESET}
     assert run["mxnet"]["version"] == "1.9.1"
     assert "queue" in run["notes"]["batch_times"]
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import ci_preset, from_the_ci_run, read_rows, run_section
+from conftest import CI_PROBE_SECONDS, ci_preset, from_the_ci_run, read_rows, run_section
 
 PRESET = ci_preset("multi_gpu_gluon")
 
@@ -67,7 +67,7 @@ def test_run_record_says_the_workload_it_ran(gluon_run):
     assert run_record["status"] == "ok"
     # the CI preset's workload, on CPU contexts with one thread per engine queue
     assert run_record["parameters"] == {
-        "threads": 1, "probe_seconds": 0.2, "on": "cpu", "data_dir": None,
+        "threads": 1, "probe_seconds": CI_PROBE_SECONDS, "on": "cpu", "data_dir": None,
         "data_download": False, **PRESET}
     assert run_record["notes"]["train_examples_per_epoch"] == {
         "resnet18_1_device": PRESET["train_limit"], "resnet18_2_devices": PRESET["train_limit"]}

@@ -108,6 +108,16 @@ def test_an_estimates_interval_is_students_t_from_the_tables():
         pytest.approx(0.025, abs=1e-4)
 
 
+@pytest.mark.parametrize("df", [1, 2.5, 7.3, 40, math.inf])
+def test_the_t_quantiles_and_tails_are_scipys_students_t_at_any_degrees_of_freedom(df):
+    # Welch's degrees of freedom are not whole numbers; a projection adds to them
+    from scipy.stats import t
+
+    estimate = stats.Estimate(0.0, 1.0, df, log=False)
+    assert estimate.interval(0.9)[2] == pytest.approx(t.ppf(0.95, df), rel=1e-12)
+    assert estimate.p_value(-1.3, above=True) == pytest.approx(t.cdf(-1.3, df), rel=1e-12)
+
+
 def test_ratio_interval_hand_computed_t_on_per_process_log_ratios():
     # per-process log ratios log 2 +- d: mean log 2, sd d*sqrt(2)... three processes
     a = {0: [2.0, 2.2, 1.8], 1: [2.2, 2.2, 2.2], 2: [1.8, 1.8, 1.8]}

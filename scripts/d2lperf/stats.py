@@ -1,5 +1,6 @@
 """Comparisons measured side by side: the estimates, intervals and p-values the claims
-are judged by (``d2lperf.claims``), with Student's t from ``scipy.stats``.
+are judged by (``d2lperf.claims``), with Student's t from ``scipy.special`` (the functions
+``scipy.stats.t`` calls, without its second of imports in every section's manager).
 
 Workflow environment only (scipy): the manager and the report's steps import it, never a
 worker (the one-case statistics a worker prints are ``d2lperf.describe``'s)."""
@@ -11,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as scipy_stats
+from scipy import special
 
 from d2lperf import timing
 from d2lperf.describe import BOOTSTRAP_RESAMPLES
@@ -49,7 +50,7 @@ class Estimate:
         return math.exp(x) if self.log else x
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-        quantile = scipy_stats.t.ppf(1 - (1 - confidence) / 2, self.df)
+        quantile = special.stdtrit(self.df, 1 - (1 - confidence) / 2)
         half = quantile * self.se if self.se > 0 else 0.0
         return self._back(self.mean), self._back(self.mean - half), self._back(self.mean + half)
 
@@ -59,7 +60,7 @@ class Estimate:
         distance = (self.mean - self._scale(edge)) * (1 if above else -1)
         if self.se == 0:
             return 0.0 if distance > 0 else 1.0
-        return float(scipy_stats.t.cdf(-distance / self.se, self.df))
+        return float(special.stdtr(self.df, -distance / self.se))
 
     def projected(self, now: int, then: int, shift: float = 0.0) -> Estimate:
         """This estimate from ``now`` processes as it would read from ``then`` (the same
