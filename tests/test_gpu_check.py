@@ -141,7 +141,19 @@ def the_users_files(work):
 
 
 @pytest.fixture(scope="module")
-def cpu_mode_check(kit, tmp_path_factory, torch_python):
+def beside_torch(tmp_path_factory, torch_python) -> str:
+    """What a GPU machine has beside torch (pandas, matplotlib, scipy), installed once into
+    a folder of its own for the checks' PYTHONPATH: the PyTorch environment stands in for
+    the machine's interpreter."""
+    folder = tmp_path_factory.mktemp("machine-packages")
+    subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
+                    "--disable-pip-version-check", "--target", str(folder),
+                    *pins(BESIDE_TORCH)], check=True, timeout=600)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def cpu_mode_check(kit, beside_torch, tmp_path_factory, torch_python):
     """scripts/gpu_check.sh as a GPU machine runs it, less the GPU: an interpreter with
     torch, pandas, matplotlib, scipy and jinja2 (here: the PyTorch environment, with pandas,
     matplotlib and scipy beside it) and the kit; torch sees no GPU, so the CPU mode at the
@@ -153,16 +165,12 @@ def cpu_mode_check(kit, tmp_path_factory, torch_python):
     the user's results and archives first (the_users_files)."""
     folder, _ = kit
     tmp_path = tmp_path_factory.mktemp("gpu-check")
-    machine_packages = tmp_path / "machine-packages"
-    subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", "--target", str(machine_packages),
-                    *pins(BESIDE_TORCH)], check=True, timeout=600)
     work = copy_workflow(tmp_path / "wf")
     users = the_users_files(work)
     done = subprocess.run(
         ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
         text=True, timeout=1500, cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(machine_packages),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": beside_torch,
              "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
              "GPU_CHECK_KEEP": "1", "GPU_CHECK_SECTIONS": " ".join(CHECKED_SECTIONS)})
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
@@ -233,7 +241,8 @@ def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run,
     assert all(r["speedup"] for r in theirs if r["epoch"] == "")  # each against ours
 
 
-def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, torch_python):
+def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, beside_torch,
+                                                          torch_python):
     """The check run again where it ran (the checkout of cpu_mode_check, so this test comes
     after the others that read it): nothing is left to measure, yet the archive is written
     again by this run and that one is kept, not the earlier check's file left in archives/
@@ -253,7 +262,7 @@ def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, t
         ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
         text=True, timeout=900, cwd=work.parent,
         env={"PATH": "/usr/bin:/bin", "HOME": str(work.parent),
-             "PYTHONPATH": str(work.parent / "machine-packages"),
+             "PYTHONPATH": beside_torch,
              "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
              "GPU_CHECK_KEEP": "1", "GPU_CHECK_SECTIONS": " ".join(CHECKED_SECTIONS)})
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
@@ -381,22 +390,18 @@ def test_a_relative_kit_name_lands_in_the_callers_folder(tmp_path):
         shutil.rmtree(REPO / name, ignore_errors=True)
 
 
-def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, tmp_path,
+def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, beside_torch, tmp_path,
                                                                    torch_python):
     """Snakemake reads --config values as YAML: 'kit #1' lost its end, 'a: b' became a
     mapping. The check's configuration goes in a JSON file instead (planned, not run)."""
     folder, _ = kit
     odd = tmp_path / "kits #1: the GPU check"
     shutil.copytree(folder, odd)
-    machine = tmp_path / "machine-packages"
-    subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", "--target", str(machine),
-                    *pins(BESIDE_TORCH)], check=True, timeout=600)
     work = copy_workflow(tmp_path / "wf #2")  # (no colon: PYTHONPATH holds it)
     done = subprocess.run(  # named relative to where it is run, as a user names it
         ["bash", str(work / "scripts/gpu_check.sh"), odd.name], capture_output=True,
         text=True, timeout=900, cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(machine),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": beside_torch,
              "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
              "GPU_CHECK_DRY_RUN": "1"})
     said = done.stdout + done.stderr
