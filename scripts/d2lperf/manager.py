@@ -36,7 +36,7 @@ from d2lperf.arguments import (
 )
 from d2lperf.frameworks import REGISTRY
 from d2lperf.records import RunRecord, SampleRow, Snapshot
-from d2lperf.results import COLUMNS, read_json, write_run
+from d2lperf.results import read_json, write_run
 
 STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after: 5)
 MANAGER_OPTIONS = ("processes", "budget_seconds", "band")  # added to the worker's parameters
@@ -96,8 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return failed.code
     finally:
         hostlock.release(lock)
-    write_run(args.csv, args.sidecar,
-              [{column: row.get(column, "") for column in COLUMNS} for row in rows], record)
+    write_run(args.csv, args.sidecar, rows, record)  # the workers' rows, in the same columns
     return 0
 
 
