@@ -82,7 +82,6 @@ def copy_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
     src = jax.device_put(jnp.ones(elements, dtype=jnp.float32), device)
     nbytes = float(elements * FLOAT32_BYTES)
     where = d2l.names([device])
-    out: list = []
     samples = timing.measure(copy_step(src, device), d2l.sync, warmup=args.warmup,
                              repeats=args.repeats)
     record_rate(rec, f"{prefix}_copy", 2 * nbytes, "GB/s", samples, where)
@@ -91,6 +90,7 @@ def copy_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
     if not (device.platform != "cpu" if host is None else host):
         return
     on_host = np.ones(elements, dtype=np.float32)
+    out: list = []  # what device_put returned, until its sync has run
     for case, step, sync in (
             (f"{prefix}_host_to_device_pageable",
              lambda: out.append(jax.device_put(on_host, device)), lambda: d2l.sync(out.pop())),
