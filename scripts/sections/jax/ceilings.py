@@ -61,11 +61,12 @@ def copy_step(src, device):
     import jax.numpy as jnp
 
     copy_into = jax.jit(lambda dst, new: dst.at[:].set(new), donate_argnums=0)
-    dst = [jax.device_put(jnp.zeros(src.shape, src.dtype), device)]
+    dst = jax.device_put(jnp.zeros(src.shape, src.dtype), device)
 
     def step():
-        dst[0] = copy_into(dst[0], src)
-        return dst[0]
+        nonlocal dst
+        dst = copy_into(dst, src)
+        return dst
     return step
 
 
