@@ -157,7 +157,8 @@ def machine_facts(paths: list[Path]) -> pd.DataFrame:
         except (OSError, RecordError):
             record = {}
         rows.append({"machine": path.parent.name, **machine_traits(record)})
-    return pd.DataFrame(rows, columns=["machine", "cpu", "cores", "vector", "kernel", "gpus"])
+    # the traits' names from machine_traits itself, so the table keeps a trait added there
+    return pd.DataFrame(rows, columns=["machine", *machine_traits({})])
 
 
 def main() -> int:
