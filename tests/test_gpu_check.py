@@ -141,19 +141,21 @@ def the_users_files(work):
 
 
 @pytest.fixture(scope="module")
-def beside_torch(tmp_path_factory, torch_python) -> str:
-    """What a GPU machine has beside torch (pandas, matplotlib, scipy), installed once into
-    a folder of its own for the checks' PYTHONPATH: the PyTorch environment stands in for
-    the machine's interpreter."""
+def gpu_machine(tmp_path_factory, torch_python) -> dict[str, str]:
+    """The environment of a GPU machine, less the GPU, that the checks run gpu_check.sh in
+    (each adds its HOME and options): the PyTorch environment stands in for the machine's
+    interpreter, and what the machine has beside torch (pandas, matplotlib, scipy) is
+    installed once into a folder of its own on PYTHONPATH."""
     folder = tmp_path_factory.mktemp("machine-packages")
     subprocess.run([str(torch_python), "-m", "pip", "install", "--quiet",
                     "--disable-pip-version-check", "--target", str(folder),
                     *pins(BESIDE_TORCH)], check=True, timeout=600)
-    return str(folder)
+    return {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(folder),
+            "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2"}
 
 
 @pytest.fixture(scope="module")
-def cpu_mode_check(kit, beside_torch, tmp_path_factory, torch_python):
+def cpu_mode_check(kit, gpu_machine, tmp_path_factory):
     """scripts/gpu_check.sh as a GPU machine runs it, less the GPU: an interpreter with
     torch, pandas, matplotlib, scipy and jinja2 (here: the PyTorch environment, with pandas,
     matplotlib and scipy beside it) and the kit; torch sees no GPU, so the CPU mode at the
@@ -170,8 +172,7 @@ def cpu_mode_check(kit, beside_torch, tmp_path_factory, torch_python):
     done = subprocess.run(
         ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
         text=True, timeout=1500, cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": beside_torch,
-             "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
+        env={**gpu_machine, "HOME": str(tmp_path),
              "GPU_CHECK_KEEP": "1", "GPU_CHECK_SECTIONS": " ".join(CHECKED_SECTIONS)})
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     return work, done.stdout, users
@@ -241,8 +242,7 @@ def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run,
     assert all(r["speedup"] for r in theirs if r["epoch"] == "")  # each against ours
 
 
-def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, beside_torch,
-                                                          torch_python):
+def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, gpu_machine):
     """The check run again where it ran (the checkout of cpu_mode_check, so this test comes
     after the others that read it): nothing is left to measure, yet the archive is written
     again by this run and that one is kept, not the earlier check's file left in archives/
@@ -261,9 +261,7 @@ def test_a_second_check_keeps_the_archive_it_wrote_itself(cpu_mode_check, kit, b
     done = subprocess.run(
         ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
         text=True, timeout=900, cwd=work.parent,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(work.parent),
-             "PYTHONPATH": beside_torch,
-             "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
+        env={**gpu_machine, "HOME": str(work.parent),
              "GPU_CHECK_KEEP": "1", "GPU_CHECK_SECTIONS": " ".join(CHECKED_SECTIONS)})
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     assert measured.stat().st_mtime_ns == measured_at  # nothing measured again
@@ -390,8 +388,7 @@ def test_a_relative_kit_name_lands_in_the_callers_folder(tmp_path):
         shutil.rmtree(REPO / name, ignore_errors=True)
 
 
-def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, beside_torch, tmp_path,
-                                                                   torch_python):
+def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, gpu_machine, tmp_path):
     """Snakemake reads --config values as YAML: 'kit #1' lost its end, 'a: b' became a
     mapping. The check's configuration goes in a JSON file instead (planned, not run)."""
     folder, _ = kit
@@ -401,9 +398,7 @@ def test_a_kit_path_with_a_hash_and_a_colon_reaches_the_run_whole(kit, beside_to
     done = subprocess.run(  # named relative to where it is run, as a user names it
         ["bash", str(work / "scripts/gpu_check.sh"), odd.name], capture_output=True,
         text=True, timeout=900, cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": beside_torch,
-             "GPU_CHECK_PYTHON": str(torch_python), "GPU_CHECK_CORES": "2",
-             "GPU_CHECK_DRY_RUN": "1"})
+        env={**gpu_machine, "HOME": str(tmp_path), "GPU_CHECK_DRY_RUN": "1"})
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-3000:]
     assert "Invalid configuration" not in said and "hybridize_pytorch" in said
