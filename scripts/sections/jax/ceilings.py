@@ -50,8 +50,8 @@ def dot_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
             rec.notes.setdefault("kernels", {})[case] = f"jax.numpy.dot ({kernel}, {precision})"
 
 
-def copy_step(src, device):
-    """A step that copies ``src`` into one destination array on ``device`` and returns it,
+def copy_step(src):
+    """A step that copies ``src`` into one destination array on its device and returns it,
     again and again: each call gives XLA the destination back (donated), and XLA writes the
     copy into its memory. ``jnp.copy`` makes a new array each time, and on the CPU a new
     array first touches fresh pages: its 'bandwidth' was an allocation's (5.5 GB/s where
@@ -61,7 +61,7 @@ def copy_step(src, device):
     import jax.numpy as jnp
 
     copy_into = jax.jit(lambda dst, new: dst.at[:].set(new), donate_argnums=0)
-    dst = jax.device_put(jnp.zeros(src.shape, src.dtype), device)
+    dst = jnp.zeros_like(src)  # src's shape, type and device
 
     def step():
         nonlocal dst
@@ -83,7 +83,7 @@ def copy_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
     src = jax.device_put(jnp.ones(elements, dtype=jnp.float32), device)
     nbytes = float(elements * FLOAT32_BYTES)
     where = d2l.names([device])
-    samples = timing.measure(copy_step(src, device), d2l.sync, warmup=args.warmup,
+    samples = timing.measure(copy_step(src), d2l.sync, warmup=args.warmup,
                              repeats=args.repeats)
     record_rate(rec, f"{prefix}_copy", 2 * nbytes, "GB/s", samples, where)
     rec.notes.setdefault("kernels", {})[f"{prefix}_copy"] = (
