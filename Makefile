@@ -9,7 +9,7 @@ SNAKEMAKE := $(VENV)/bin/snakemake
 AXE := tests/.axe
 
 .PHONY: report test setup envs data browser blas slurm lint lock bench clean site
-.PHONY: lock-torch lock-jax
+.PHONY: lock-torch lock-jax all-envs framework-envs
 
 ## report: set everything up, run the pipeline, print where the report is
 ## (the archives kept under report/machines/, such as a GPU check's, are compared too)
@@ -24,16 +24,29 @@ site: $(VENV)/.installed
 	$(VENV)/bin/python scripts/site.py --results results --out site
 
 ## test: set up what the tests need, then run every test
-test: setup browser blas slurm
+test: all-envs data browser blas slurm
 	$(VENV)/bin/pytest
 
 setup: envs data
 
-# Every framework's environment, from the registry (scripts/d2lperf/frameworks.py): a
-# framework without a rule of its own below is built from its lock by the pattern rule.
-FRAMEWORK_VENVS := $(shell cd scripts && $(PYTHON) -c \
-	'from d2lperf import frameworks; print(*frameworks.environments())')
-envs: $(VENV)/.installed $(addsuffix /.installed,$(FRAMEWORK_VENVS))
+# The environments of the frameworks the config runs (config/config.yaml's `frameworks`;
+# JAX's, 0.75 GB, only where it is listed), or of those named: `make envs FRAMEWORKS=jax`.
+# The list is read with the workflow environment's yaml, so `envs` builds that one first,
+# then the rest in a second make that can read it. `make test` builds every framework's.
+# A framework without a rule of its own below is built from its lock by the pattern rule
+# (the registry: scripts/d2lperf/frameworks.py).
+FRAMEWORKS ?= $(shell [ -x $(VENV)/bin/python ] && cd scripts && ../$(VENV)/bin/python -c \
+	'from d2lperf import frameworks; print(*frameworks.configured("../config/config.yaml"))')
+ALL_FRAMEWORKS := $(shell cd scripts && $(PYTHON) -c \
+	'from d2lperf import frameworks; print(*frameworks.names())')
+venvs = $(shell cd scripts && $(PYTHON) -c \
+	'import sys; from d2lperf import frameworks; print(*frameworks.environments(sys.argv[1:]))' $(1))
+FRAMEWORK_VENVS := $(call venvs,$(ALL_FRAMEWORKS))
+envs: $(VENV)/.installed
+	@$(MAKE) --no-print-directory framework-envs
+all-envs: $(VENV)/.installed
+	@$(MAKE) --no-print-directory framework-envs FRAMEWORKS='$(ALL_FRAMEWORKS)'
+framework-envs: $(addsuffix /.installed,$(call venvs,$(FRAMEWORKS)))
 
 # The workflow environment: Snakemake, pandas, matplotlib, jinja2, pytest (modern numpy).
 $(VENV)/.installed: envs/workflow.lock.txt
@@ -112,21 +125,21 @@ lint: envs
 	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 	$(SNAKEMAKE) --lint
 
-## lock: re-pin both environments from what is installed now (the CUDA 11 pins by hand)
-lock: envs
+## lock: re-pin every environment from what is installed now (the CUDA 11 pins by hand)
+lock: all-envs
 	{ sed -n 1,2p envs/workflow.lock.txt; $(VENV)/bin/pip freeze; } > envs/workflow.lock.tmp
 	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze | \
 	  sed -E '/^nvidia-/d; s/^mxnet-cu[0-9]+==/mxnet==/'; } > envs/mxnet.lock.tmp
 	mv envs/workflow.lock.tmp envs/workflow.lock.txt; mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
 
 lock: lock-jax
-lock-jax: envs
+lock-jax: all-envs
 	{ sed -n 1,2p envs/jax.lock.txt; .venv-jax/bin/pip freeze; } > envs/jax.lock.tmp
 	mv envs/jax.lock.tmp envs/jax.lock.txt
 
 # torch's local build label (+cpu) and the CUDA build's own libraries stay out of the pins.
 lock: lock-torch
-lock-torch: envs
+lock-torch: all-envs
 	{ sed -n 1,2p envs/torch.lock.txt; $(TVENV)/bin/pip freeze \
 	  | sed 's/^torch==\([^+]*\)+.*/torch==\1/' | grep -v -e '^nvidia-' -e '^triton=='; } \
 	  > envs/torch.lock.tmp
@@ -139,7 +152,7 @@ lock-torch: envs
 # Each benchmark's printed figures replace its part of docs/measurements.md (bench/record.py).
 BENCH_BASELINE ?= 8a3f68d
 BENCH := $(VENV)/bin/python bench/record.py
-bench: envs
+bench: all-envs
 	$(BENCH) pipeline_overhead bench/pipeline_overhead.py --against $(BENCH_BASELINE)
 	$(BENCH) frameworks_cost bench/frameworks_cost.py
 	$(BENCH) verdict_stability bench/verdict_stability.py --runs 3 --modes quiet busy

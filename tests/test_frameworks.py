@@ -134,3 +134,42 @@ def test_a_copy_of_the_workflow_leaves_every_frameworks_environment_behind(tmp_p
     assert (copy / "Snakefile").is_file()
     for folder in [".venv", *frameworks.environments()]:
         assert not (copy / folder).exists(), f"{folder} was copied"
+
+
+def test_the_configured_frameworks_come_from_the_configs_list(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("preset: documents\nframeworks: [mxnet, pytorch]  # the default\n")
+    assert frameworks.configured(config) == ["mxnet", "pytorch"]
+    config.write_text("frameworks:\n  - pytorch\n  - jax\nthreads: auto\n")
+    assert frameworks.configured(config) == ["pytorch", "jax"]
+
+
+def test_a_config_without_a_readable_list_builds_every_framework(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("preset: documents\n")  # absent: every framework runs
+    assert frameworks.configured(config) == frameworks.names()
+    config.write_text("frameworks: [mxnet, caffe]\n")  # not the registry's: the check says
+    assert frameworks.configured(config) == frameworks.names()
+    assert frameworks.configured(tmp_path / "nowhere.yaml") == frameworks.names()
+
+
+def _planned(target: str) -> str:
+    """What `make -n -B <target>` would run here (every rule as if out of date; nothing
+    runs)."""
+    import subprocess
+
+    done = subprocess.run(["make", "-n", "-B", target], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    return done.stdout
+
+
+def test_make_report_builds_only_the_environments_the_config_runs():
+    planned = _planned("report")
+    assert "python3 -m venv .venv-torch" in planned and "python3 -m venv .venv-mxnet" in planned
+    assert ".venv-jax" not in planned  # the default config runs MXNet and PyTorch
+
+
+def test_make_test_builds_every_frameworks_environment():
+    planned = _planned("test")
+    for folder in frameworks.environments():
+        assert f"-m venv {folder}" in planned

@@ -70,7 +70,7 @@ REGISTRY: dict[str, Framework] = {f.name: f for f in [
               default_interpreter=".venv-mxnet/bin/python",
               environment="envs/mxnet.yaml", lock="envs/mxnet.lock.txt",
               package="mxnet", module="d2lperf.mxnet",
-              build="`make envs` (it builds .venv-mxnet)", blas_variant=True),
+              build="`make envs FRAMEWORKS=mxnet` (it builds .venv-mxnet)", blas_variant=True),
     # torch.compile (2.0) with the inductor CPU backend, torch.cuda.max_memory_allocated,
     # torch.backends.cuda.matmul.allow_tf32: all there from 2.1.
     Framework("pytorch", "PyTorch", colour="#c0470c", marker="s", shape="diamond",
@@ -78,15 +78,15 @@ REGISTRY: dict[str, Framework] = {f.name: f for f in [
               default_interpreter=".venv-torch/bin/python",
               environment="envs/torch.yaml", lock="envs/torch.lock.txt",
               package="torch", module="d2lperf.torch",
-              build="`make envs` (it builds .venv-torch)", min_version=(2, 1),
-              gpu_everywhere=True, runs_as="eager PyTorch"),
+              build="`make envs FRAMEWORKS=pytorch` (it builds .venv-torch)",
+              min_version=(2, 1), gpu_everywhere=True, runs_as="eager PyTorch"),
     # jax.jit is what hybridize() was; JAX dispatches asynchronously on a CPU too, and
     # splits the host into devices (d2lperf.jax): jax.block_until_ready from 0.4.
     Framework("jax", "JAX", colour="#2e7d32", marker="^", shape="triangle",
               interpreter_key="jax_python", default_interpreter=".venv-jax/bin/python",
               environment="envs/jax.yaml", lock="envs/jax.lock.txt",
               package="jax", module="d2lperf.jax",
-              build="`make envs` (it builds .venv-jax)", min_version=(0, 4),
+              build="`make envs FRAMEWORKS=jax` (it builds .venv-jax)", min_version=(0, 4),
               gpu_everywhere=True),
 ]}
 FRAMEWORKS = tuple(REGISTRY)
@@ -105,10 +105,29 @@ def names() -> list[str]:
     return list(FRAMEWORKS)
 
 
-def environments() -> list[str]:
+def environments(names: list[str] | None = None) -> list[str]:
     """Each framework's default environment folder (``.venv-jax`` from
-    ``.venv-jax/bin/python``): what ``make envs`` builds."""
-    return [str(Path(f.default_interpreter).parents[1]) for f in REGISTRY.values()]
+    ``.venv-jax/bin/python``), of those named (default: every one): what ``make envs``
+    builds for the frameworks the config runs, and ``make test`` for all of them."""
+    return [str(Path(REGISTRY[name].default_interpreter).parents[1])
+            for name in (names or FRAMEWORKS)]
+
+
+def configured(config: str | Path = "config/config.yaml") -> list[str]:
+    """The frameworks the config's ``frameworks`` key runs, so that ``make envs`` builds
+    only their environments (JAX's is 0.75 GB and not in the default run). Every framework
+    where the key is absent (then every one runs), or the file or its list cannot be read
+    (the config check will say why; building more never stops a run)."""
+    import yaml  # the workflow's environment, which the Makefile builds first
+
+    try:
+        listed = (yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}).get(
+            "frameworks")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return names()
+    if not isinstance(listed, list) or not listed or not set(listed) <= set(REGISTRY):
+        return names()
+    return [name for name in FRAMEWORKS if name in listed]
 
 
 def rule_name(section: str, framework: str = DOCUMENTS) -> str:
