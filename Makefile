@@ -71,7 +71,7 @@ $(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt
 	@scripts/install_packages.sh "the libgfortran.so.3 inside MXNet's wheels" libquadmath0
 	sed -n 's/^\(mxnet[-a-z0-9]*\)==.*/\1/p' $(MXVENV)/requirements.txt > $@
 
-# The PyTorch environment (docs/design.md, "Two frameworks, one report"): torch and numpy for the sections' PyTorch twins.
+# The PyTorch environment (docs/design.md, "Three frameworks, one report"): torch and numpy for the sections' PyTorch twins.
 # Where no NVIDIA driver answers, torch's CPU build (2.13.0+cpu): first from the wheels pip
 # already knows (a wheel folder or mirror in pip's own configuration: offline), else from
 # PyTorch's CPU index, TORCH_CPU_INDEX. Where `nvidia-smi` answers, the CUDA build from

@@ -18,5 +18,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 echo "Fashion-MNIST: not found and not installed here. Install Debian's dataset-fashion-mnist"
-echo "  package (sudo apt-get install dataset-fashion-mnist), or let MXNet download it on first use."
+echo "  package (sudo apt-get install dataset-fashion-mnist), or copy its four .gz files into a"
+echo "  folder and set config key data_dir to it; with network, data_download: true in"
+echo "  config/config.yaml lets MXNet download them on first use (off by default: a run never"
+echo "  reaches the network unless asked)."
 exit 0

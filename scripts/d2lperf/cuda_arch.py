@@ -6,7 +6,7 @@ size, size of what follows) and entries, each with its own header: the kind
 (1: PTX, to be compiled by the driver for any later GPU; 2: ELF, machine code,
 SASS, for one architecture), the payload's size and the ``sm`` number (86 for
 sm_86). Only the headers are read, so a 900 MB libmxnet.so takes well under a
-second. Standard library only: it runs in both environments.
+second. Standard library only: it runs in every environment.
 
 Which code runs where (CUDA's compatibility rules): SASS built for sm_XY runs on
 a GPU of compute capability X.Z with Z >= Y (the same major version); PTX for

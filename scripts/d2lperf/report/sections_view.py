@@ -82,7 +82,7 @@ def run_line(run: Row | None) -> Row:
         plain.append(f"measured in {ran} fresh process{'es' if ran != 1 else ''}"
                      if "processes" in params else f"{params['repeats']} repeats")
         planned = f" ({asked} planned first)" if ran != asked else ""
-        method.append(f"{params['repeats']} shuffled rounds × {ran} process(es){planned} "
+        method.append(f"{params['repeats']} balanced rounds × {ran} process(es){planned} "
                       f"after {params.get('warmup', 0)} warm-up")
     threads = (run.get("threads") or {}).get("OMP_NUM_THREADS")
     if threads:

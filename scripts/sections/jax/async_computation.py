@@ -16,7 +16,8 @@ JAX dispatches asynchronously on every device, the CPU included: each op returns
 is queued, as MXNet's front end returns once the op is pushed to its engine. So the
 chapter's queueing claims apply to JAX on a CPU, where eager PyTorch queues nothing.
 
-All cases of a block are compared round by round (timing.compare), shuffled.
+All cases of a block are compared round by round (timing.compare), in a balanced order
+(a Williams Latin square).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ unlike work on two devices (auto_parallelism.py) they do not overlap, and the
 document's figures say so (0.0628 s each, 0.1302 s together).
 
 The document timed its first draw cold and each case in a block of its own; here
-every case warms up first, then the three are timed side by side in shuffled
-rounds, and every timing ends in ``nd.waitall()`` before the clock stops. X and Y
-are the same work under two labels: an A/A pair.
+every case warms up first, then the three are timed side by side in rounds of a
+balanced order (a Williams Latin square), and every timing ends in ``nd.waitall()``
+before the clock stops. X and Y are the same work under two labels: an A/A pair.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ eager PyTorch runs every op to its end before returning: nothing is queued, ever
 synchronisation has nothing to wait for, and "queued" takes as long as "finished". The
 section measures it anyway: that is the finding for PyTorch on a CPU.
 
-All cases of a block are compared round by round (timing.compare), shuffled.
+All cases of a block are compared round by round (timing.compare), in a balanced order
+(a Williams Latin square).
 """
 
 from __future__ import annotations
