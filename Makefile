@@ -9,7 +9,7 @@ SNAKEMAKE := $(VENV)/bin/snakemake
 AXE := tests/.axe
 
 .PHONY: report test setup envs data browser blas slurm lint lock bench clean site
-.PHONY: lock-torch lock-jax all-envs framework-envs
+.PHONY: lock-mxnet lock-torch all-envs framework-envs
 
 ## report: set everything up, run the pipeline, print where the report is
 ## (the archives kept under report/machines/, such as a GPU check's, are compared too)
@@ -128,17 +128,22 @@ lint: envs
 ## lock: re-pin every environment from what is installed now (the CUDA 11 pins by hand)
 lock: all-envs
 	{ sed -n 1,2p envs/workflow.lock.txt; $(VENV)/bin/pip freeze; } > envs/workflow.lock.tmp
+	mv envs/workflow.lock.tmp envs/workflow.lock.txt
+
+# MXNet's: its CUDA build pinned as the plain mxnet, CUDA 11's libraries by hand.
+lock-mxnet: all-envs
 	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze | \
 	  sed -E '/^nvidia-/d; s/^mxnet-cu[0-9]+==/mxnet==/'; } > envs/mxnet.lock.tmp
-	mv envs/workflow.lock.tmp envs/workflow.lock.txt; mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
+	mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
 
-lock: lock-jax
-lock-jax: all-envs
-	{ sed -n 1,2p envs/jax.lock.txt; .venv-jax/bin/pip freeze; } > envs/jax.lock.tmp
-	mv envs/jax.lock.tmp envs/jax.lock.txt
+# Every other framework's (JAX's, one added later): its lock from its environment, as the
+# pattern rule .venv-%/.installed builds that environment from it.
+lock: $(patsubst .venv-%,lock-%,$(FRAMEWORK_VENVS))
+lock-%: all-envs
+	{ sed -n 1,2p envs/$*.lock.txt; .venv-$*/bin/pip freeze; } > envs/$*.lock.tmp
+	mv envs/$*.lock.tmp envs/$*.lock.txt
 
 # torch's local build label (+cpu) and the CUDA build's own libraries stay out of the pins.
-lock: lock-torch
 lock-torch: all-envs
 	{ sed -n 1,2p envs/torch.lock.txt; $(TVENV)/bin/pip freeze \
 	  | sed 's/^torch==\([^+]*\)+.*/torch==\1/' | grep -v -e '^nvidia-' -e '^triton=='; } \

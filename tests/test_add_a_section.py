@@ -111,6 +111,14 @@ def register(work: Path) -> None:
     config.write_text("".join(lines), encoding="utf-8")
 
 
+def checks_pass(work: Path, *tests: str) -> None:
+    """The tree's own tests, run in the copy (its conftest, its scripts): what they check
+    of every section and framework must hold for the one the recipe added."""
+    done = subprocess.run([str(WORKFLOW_PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *tests], cwd=work, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
 def touched(work: Path) -> list[str]:
     """The files of the copy that differ from this tree's or are new, but its results."""
     changed = []
@@ -140,6 +148,10 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
     assert touched(work) == ["config/config.yaml", "scripts/d2lperf/sections.py",
                              f"scripts/sections/mxnet/{NAME}.py",
                              f"scripts/sections/pytorch/{NAME}.py"]
+    # what the tree's own tests check of every section holds for this one: the table and
+    # the presets, which frameworks have it, the layers, ruff
+    checks_pass(work, "tests/test_sections.py", "tests/test_layers.py",
+                "tests/test_lint.py::test_ruff")
 
     done = snakemake(work, "--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}")
     assert done.returncode == 0, done.stderr[-5000:]
