@@ -133,7 +133,8 @@ def test_a_framework_a_value_does_not_name_takes_its_default_else_the_documents(
      "config key presets.ci.hybridize.repeats: unknown framework 'tensorflow'; allowed: "
      + ", ".join(REGISTRY)),
     (["presets", "ci", "hybridize", "repeats"], {"mxnet": 3, "pytorch": 0},
-     "config key presets.ci.hybridize.repeats.pytorch = 0: 0 is less than the minimum of 1"),
+     "config key presets.ci.hybridize.repeats.pytorch = 0: out of bounds; allowed: an "
+     "integer from 1 to 10000"),
     (["presets", "ci", "hybridize", "repeats"], {},
      "config key presets.ci.hybridize.repeats = {}: a number, or one per framework"),
     (["presets", "ci", "hybridize", "repeats"], {"pytorch": 3},
@@ -156,18 +157,18 @@ def test_bad_per_framework_values_name_the_key(path, value, message):
      "a decimal point: 2, not 2.0) or 'auto'"),
     (["threads"], True, "config key threads = True: must be a positive integer"),
     (["presets", "ci", "hybridize", "repeats"], 2.0,
-     "config key presets.ci.hybridize.repeats = 2.0: must be an integer of at least 1, "
+     "config key presets.ci.hybridize.repeats = 2.0: must be an integer from 1 to 10000, "
      "written without a decimal point (2, not 2.0)"),
     (["presets", "ci", "hybridize", "repeats"], 2.5,
-     "config key presets.ci.hybridize.repeats = 2.5: must be an integer of at least 1"),
+     "config key presets.ci.hybridize.repeats = 2.5: must be an integer from 1 to 10000"),
     (["presets", "ci", "hybridize", "repeats"], True,
-     "config key presets.ci.hybridize.repeats = True: must be an integer of at least 1 "
+     "config key presets.ci.hybridize.repeats = True: must be an integer from 1 to 10000 "
      "(true and false are not numbers)"),
     (["presets", "ci", "hybridize", "repeats"], {"mxnet": 2.0, "pytorch": 3},
-     "config key presets.ci.hybridize.repeats.mxnet = 2.0: must be an integer of at least 1, "
-     "written without a decimal point (2, not 2.0)"),
+     "config key presets.ci.hybridize.repeats.mxnet = 2.0: must be an integer from 1 to "
+     "10000, written without a decimal point (2, not 2.0)"),
     (["presets", "ci", "hybridize", "warmup"], 1.0,
-     "config key presets.ci.hybridize.warmup = 1.0: must be an integer of at least 0"),
+     "config key presets.ci.hybridize.warmup = 1.0: must be an integer from 0 to 1000"),
     (["presets", "ci", "hybridize", "seed"], 0.0,
      "config key presets.ci.hybridize.seed = 0.0: must be an integer of at least 0"),
     (["presets", "ci", "async_computation", "size"], 500.0,
@@ -182,12 +183,13 @@ def test_bad_per_framework_values_name_the_key(path, value, message):
     (["presets", "ci", "multi_gpu_gluon", "devices"], [1, 2.0],
      "config key presets.ci.multi_gpu_gluon.devices.1 = 2.0: must be an integer from 1 to 16"),
     (["presets", "ci", "multi_gpu_gluon", "epochs"], False,
-     "config key presets.ci.multi_gpu_gluon.epochs = False: must be an integer of at least 1"),
+     "config key presets.ci.multi_gpu_gluon.epochs = False: must be an integer from 1 to "
+     "1000"),
     (["presets", "ci", "multi_gpu_gluon", "data_workers"], -1,
      "config key presets.ci.multi_gpu_gluon.data_workers = -1"),
     (["presets", "ci", "multi_gpu_gluon", "data_workers"], 0.0,
-     "config key presets.ci.multi_gpu_gluon.data_workers = 0.0: must be an integer of at "
-     "least 0"),
+     "config key presets.ci.multi_gpu_gluon.data_workers = 0.0: must be an integer from 0 "
+     "to 64"),
     (["presets", "ci", "multi_gpu_gluon", "train_limit"], 128.0,
      "config key presets.ci.multi_gpu_gluon.train_limit = 128.0: must be an integer"),
     (["presets", "ci", "multi_gpu_gluon", "learning_rates"], [0.1, float("nan")],
@@ -313,3 +315,79 @@ def test_a_config_that_asks_for_yte_runs_python_before_any_check(tmp_path):
     config = load_configfile(str(path))
     assert ran.exists()
     assert config == {"threads": 1}
+
+
+def integer_schemas(schema, path=()):
+    """Every integer a config may hold, by where it is: (path, its schema), $refs followed."""
+    root = schema
+    def walk(node, where):
+        if isinstance(node, dict):
+            if "$ref" in node:
+                yield from walk(root["$defs"][node["$ref"].rsplit("/", 1)[-1]], where)
+                return
+            if node.get("type") == "integer":
+                yield where, node
+            for key, value in node.items():
+                if key != "$defs":
+                    yield from walk(value, (*where, key))
+        elif isinstance(node, list):
+            for item in node:
+                yield from walk(item, where)
+    return list(walk(schema, path))
+
+
+def test_every_count_has_an_upper_bound_and_says_why():
+    """repeats: 1000000000 once passed the check and grew the manager to 2 GB before any
+    timing: every count a config may set is bounded, the bound documented where it is."""
+    from d2lperf.configcheck import load_schema
+
+    counts = [(where, node) for where, node in integer_schemas(load_schema(SCHEMA))
+              if "seed" not in where]
+    assert len(counts) > 20
+    unbounded = [".".join(where) for where, node in counts if "maximum" not in node]
+    assert not unbounded
+    schema = yaml.safe_load(SCHEMA.read_text())
+    for name in ("count", "repeats", "processes", "warmup"):
+        assert str(schema["$defs"][name]["maximum"]) in schema["$defs"][name]["description"] \
+            .replace(",", "").replace("a million", "1000000")
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (["presets", "ci", "hybridize", "repeats"], 1_000_000_000,
+     "config key presets.ci.hybridize.repeats = 1000000000: out of bounds; allowed: an "
+     "integer from 1 to 10000 (timed rounds per process, each a sample row per case"),
+    (["presets", "ci", "hybridize", "processes"], {"mxnet": 2, "pytorch": 5000},
+     "config key presets.ci.hybridize.processes.pytorch = 5000: out of bounds; allowed: an "
+     "integer from 1 to 100 ("),
+    (["presets", "ci", "hybridize", "forward_passes"], 10**9,
+     "config key presets.ci.hybridize.forward_passes = 1000000000: out of bounds; allowed: "
+     "an integer from 1 to 1000000 (a workload's count"),
+    (["presets", "ci", "multi_gpu_gluon", "epochs"], 10**6,
+     "config key presets.ci.multi_gpu_gluon.epochs = 1000000: out of bounds; allowed: an "
+     "integer from 1 to 1000 ("),
+    (["presets", "ci", "hybridize", "budget_seconds"], 1e9,
+     "config key presets.ci.hybridize.budget_seconds = 1000000000.0: out of bounds; allowed: "
+     "a number above 0 and at most 86400 (seconds a section's stages"),
+])
+def test_a_count_past_its_bound_is_refused_naming_key_value_and_bounds(path, value, message):
+    with pytest.raises(ConfigError) as error:
+        check_config(changed(path, value), SCHEMA)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("written, advice", [
+    ("1.0e9", "write 1.0e+9 or 1000000000"),
+    ("1e3", "write 1.0e+3 or 1000"),
+    ("25e-2", "write 25.0e-2 or 0.25"),
+])
+def test_a_number_yaml_reads_as_text_gets_advice_that_fits_it(written, advice):
+    """YAML 1.1 reads 1.0e9 (no sign in the exponent) as text: the advice is how to write
+    it as a number, not to remove quotes that are not there."""
+    config = yaml.safe_load(yaml.safe_dump(CONFIG).replace(
+        "budget_seconds: 2\n", f"budget_seconds: {written}\n", 1))
+    with pytest.raises(ConfigError) as error:
+        check_config(config, SCHEMA)
+    said = str(error.value)
+    assert f"budget_seconds = '{written}': must be a finite number above 0 and at most 86400 " \
+           f"(YAML reads {written} as text, not a number: {advice})" in said
+    assert "quotes" not in said

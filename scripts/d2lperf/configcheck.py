@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,8 @@ def _type_message(error: jsonschema.ValidationError) -> str | None:
                f"{key}: \"{value}\")")
     elif isinstance(value, bool):
         why = " (true and false are not numbers)"
+    elif isinstance(value, str) and _yaml_text_number(value):
+        why = f" ({_yaml_text_number(value)})"
     elif isinstance(value, str):
         # Snakemake's --config reads whatever is nested in [...] or {...} as text
         why = (" (a string here: write the number without quotes; inside [...] or {...} on "
@@ -140,8 +143,39 @@ def _message(error: jsonschema.ValidationError, root: Mapping[str, Any]) -> str:
 
 
 def _detail(error: jsonschema.ValidationError) -> str:
-    """What is wrong with one value: for a wrong type, what it must be; else jsonschema's."""
+    """What is wrong with one value: for a wrong type, what it must be; for one out of its
+    bounds, the bounds and why they are there (the schema's description); else jsonschema's."""
+    if error.validator in BOUNDS:
+        return _range_message(error)
     return (error.validator == "type" and _type_message(error)) or error.message
+
+
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+# YAML 1.1 (PyYAML, Snakemake's reader) reads a float only with a '.' in it and a sign in
+# its exponent: 1.0e9 and 1e9 stay text, 1.0e+9 is a number.
+_EXPONENT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+))[eE]([-+]?)(\d+)")
+
+
+def _yaml_text_number(text: str) -> str | None:
+    """What to write instead of a number in exponent form that YAML read as text (the
+    value has no quotes to remove), or None where ``text`` is not one."""
+    found = _EXPONENT.fullmatch(text.strip())
+    if not found:
+        return None
+    mantissa, sign, exponent = found.groups()
+    mantissa = mantissa if "." in mantissa else f"{mantissa}.0"
+    number = float(text)
+    plain = f"{int(number)}" if number.is_integer() and abs(number) < 1e18 else repr(number)
+    return (f"YAML reads {text} as text, not a number: write {mantissa}e{sign or '+'}"
+            f"{exponent} or {plain}")
+
+
+def _range_message(error: jsonschema.ValidationError) -> str:
+    """A number out of its bounds: the bounds, and the schema's reason for them."""
+    kind = "an integer" if error.schema.get("type") == "integer" else "a number"
+    reason = " ".join(str(error.schema.get("description", "")).split())
+    return (f"out of bounds; allowed: {kind}{_bounds(error.schema)}"
+            + (f" ({reason})" if reason else ""))
 
 
 def _per_framework_message(error: jsonschema.ValidationError, where: str) -> str:

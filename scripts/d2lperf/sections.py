@@ -23,6 +23,8 @@ from typing import Any
 # JSON-schema pieces of the preset options, defined once in the config schema's $defs.
 COUNT = {"$ref": "#/$defs/count"}
 WARMUP = {"$ref": "#/$defs/warmup"}
+REPEATS = {"$ref": "#/$defs/repeats"}
+PROCESSES = {"$ref": "#/$defs/processes"}
 SIZE = {"$ref": "#/$defs/size"}
 SEED = {"type": "integer", "minimum": 0}
 TRAINING = {"$ref": "#/$defs/training"}
@@ -46,8 +48,8 @@ def per_framework(schema: Mapping[str, object]) -> dict[str, object]:
 
 # How much a side-by-side timing measures (harness.parser's "timing" group): the options
 # that may take a value per framework.
-TIMING = {"warmup": per_framework(WARMUP), "repeats": per_framework(COUNT)}
-REPEATED = {**TIMING, "processes": per_framework(COUNT),
+TIMING = {"warmup": per_framework(WARMUP), "repeats": per_framework(REPEATS)}
+REPEATED = {**TIMING, "processes": per_framework(PROCESSES),
             "budget_seconds": per_framework(BUDGET), "seed": SEED}
 PER_FRAMEWORK = ("budget_seconds", "processes", "repeats", "warmup")
 REPEATED_REQUIRED = ("warmup", "repeats")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 Clock = Callable[[], float]
@@ -58,7 +58,7 @@ def williams_rounds(n: int) -> list[list[int]]:
     return (orders + [order[::-1] for order in orders]) if n % 2 else orders
 
 
-def round_orders(names: list[str], rounds: int, seed: int, process: int) -> list[list[str]]:
+def round_orders(names: list[str], rounds: int, seed: int, process: int) -> Iterator[list[str]]:
     """The order of the cases in every round, in blocks that balance the order: within a
     block of ``williams_rounds`` each case runs in every position, and just after every
     other case, equally often. The same seed gives every run the same orders, so an effect
@@ -66,17 +66,20 @@ def round_orders(names: list[str], rounds: int, seed: int, process: int) -> list
     bias between the cases, in every run alike. A generator seeded with (seed, process)
     assigns the cases to the square and shuffles the rounds of each block; the first round
     is led by ``names[process % n]``, so that the processes of a section take turns at
-    leading."""
+    leading. Made one block at a time, as the rounds run: what a count of rounds asks
+    for is never built before the first is timed."""
     rng = random.Random(f"{seed}/{process}")
     n = len(names)
     cases = rng.sample(names, n)
     square = [[cases[i] for i in order] for order in williams_rounds(n)]
-    orders = rng.sample(square, len(square))  # the first block, its lead moved to round 0
-    lead = next(i for i, order in enumerate(orders) if order[0] == names[process % n])
-    orders[0], orders[lead] = orders[lead], orders[0]
-    while len(orders) < rounds:
-        orders += rng.sample(square, len(square))
-    return orders[:rounds]
+    block = rng.sample(square, len(square))  # the first block, its lead moved to round 0
+    lead = next(i for i, order in enumerate(block) if order[0] == names[process % n])
+    block[0], block[lead] = block[lead], block[0]
+    left = rounds
+    while left > 0:
+        yield from block[:left]
+        left -= len(block)
+        block = rng.sample(square, len(square))
 
 
 def aa_period(process: int) -> int:
