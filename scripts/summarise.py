@@ -23,7 +23,11 @@ from d2lperf.harness import positive_fraction
 from d2lperf.results import FORMAT_VERSION, RecordError, read_run, write_text
 from d2lperf.tables import (
     KEY,
+    PLAN_TABLES,
+    Plan,
     TableError,
+    case_plan,
+    check_planned,
     load_reference,
     load_samples,
     output_matches,
@@ -33,10 +37,13 @@ from d2lperf.tables import (
 Runs = dict[str, dict[str, dict]]  # framework -> section -> run record
 
 
-def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
+def load_runs(sidecars: list[Path], schema: Path,
+              plan: Plan | None = None) -> tuple[Runs, pd.DataFrame]:
     """Each section's run record by framework, and all samples (from the samples.csv
     beside each record); TableError names the file, row and column of a sample that is
-    not of its folder's section and framework."""
+    not of its folder's section and framework, or of a case its section does not plan
+    (``plan``: ``tables.case_plan``'s, by default the report's tables')."""
+    plan = case_plan() if plan is None else plan
     runs: Runs = {}
     frames = []
     for sidecar in sidecars:
@@ -49,6 +56,7 @@ def load_runs(sidecars: list[Path], schema: Path) -> tuple[Runs, pd.DataFrame]:
             raise TableError(f"{table}: cannot be read ({error.strerror}); its run record is "
                              f"{sidecar}") from None
         frames.append(of_its_run(samples, run, table))
+        check_planned(samples, plan, table)
     samples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return runs, samples
 
@@ -222,6 +230,9 @@ def main() -> int:
     p.add_argument("--runs", required=True, type=Path, nargs="+",
                    help="each section's run.json (its samples.csv lies beside it)")
     p.add_argument("--reference", required=True, type=Path)
+    p.add_argument("--labels", type=Path, default=PLAN_TABLES[1],
+                   help="labels of the cases the documents did not print: with the "
+                        "reference's, the cases each section plans")
     p.add_argument("--schema", required=True, type=Path)
     p.add_argument("--summary", required=True)
     p.add_argument("--outputs", required=True)
@@ -232,7 +243,8 @@ def main() -> int:
     hostlock.share("summarise")  # never beside a timing of any run
     try:
         reference = load_reference(args.reference)
-        runs, samples = load_runs(args.runs, args.schema)
+        runs, samples = load_runs(args.runs, args.schema,
+                                  case_plan((args.reference, args.labels)))
     except (TableError, RecordError) as error:
         # one paragraph naming the file (and the row, column or field); the tables are not
         # written, and the rule's outputs are update(): Snakemake restores the previous ones

@@ -454,3 +454,12 @@ def test_every_reference_machine_kept_here_imports_as_any_archive_would(tmp_path
         record = json.loads((tmp_path / "results" / name / "machine.json").read_text())
         assert record["cpu"]["model"]
     assert len(set(ids)) == len(ids)
+
+
+def test_an_archive_with_a_case_its_section_does_not_plan_is_refused(tmp_path):
+    """Summarise refuses a row of a case no section plans; so does an import."""
+    entries = {**GOOD, "box/hybridize/samples.csv": (
+        SAMPLES + "hybridize,mlp_before_hybridise,time,s,1,0.4,,\n").encode()}
+    with pytest.raises(ArchiveError, match="box/hybridize/samples.csv: row 3: case "
+                       "'mlp_before_hybridise' is not one section hybridize plans; allowed: "):
+        import_archive(tampered(tmp_path, entries), tmp_path / "results", SCHEMA)

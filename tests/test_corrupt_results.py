@@ -342,3 +342,37 @@ def test_summarise_refuses_a_field_of_the_wrong_kind_and_ends_1(tmp_path):
         f"error: {sidecar}: not a run record: field 'started': 5 is not of type 'string'")
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "summary.csv").exists()
+
+
+def test_a_case_its_section_does_not_plan_is_refused_by_name(tmp_path):
+    """A worker wrote rows of a case whose name fits the pattern but that its section does
+    not plan (no document figure, no label): summarise refuses them, naming the section,
+    the case and the cases allowed."""
+    sidecar = section(tmp_path / "r")
+    samples = sidecar.with_name("samples.csv")
+    samples.write_text(samples.read_text() + ROW.replace("mlp_before_hybridize", "mlp_befor")
+                       .format(repeat=2, value="0.5"))
+    message = refusal(sidecar)
+    assert message.startswith(f"{samples}: row 4: case 'mlp_befor' is not one section "
+                              "hybridize plans; allowed: mlp_before_hybridize, "), message
+    assert "mlp_before_hybridize_twin" in message and "torch_compile_cold" in message
+    done = run_summarise(tmp_path, sidecar)
+    assert done.returncode == 1
+    assert "case 'mlp_befor' is not one section hybridize plans" in done.stderr
+    assert not (tmp_path / "summary.csv").exists()
+
+
+def test_every_case_the_stored_runs_hold_is_planned(tmp_path):
+    """The cases of the stored and kept runs (every framework's) are all planned: the
+    refusal above never meets a case a section script writes."""
+    import tarfile
+
+    from d2lperf.tables import case_plan, check_planned, load_samples
+
+    plan = case_plan()
+    for stored in [REPO / "tests/data/ci-old-format.tar.gz",
+                   *sorted((REPO / "report/machines").glob("*.tar.gz"))]:
+        with tarfile.open(stored) as archive:
+            archive.extractall(tmp_path / stored.name, filter="data")
+        for table in (tmp_path / stored.name).rglob("samples.csv"):
+            check_planned(load_samples(table, SCHEMA), plan, table)

@@ -52,7 +52,14 @@ from d2lperf import children
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.machine import RESERVED_RESULT_NAMES, MachineIdError, check_machine_id
 from d2lperf.results import RecordError, current_rows, current_run, newer_format, section_folder
-from d2lperf.tables import TableError, check_summary_rows, load_samples, summary_schema
+from d2lperf.tables import (
+    TableError,
+    case_plan,
+    check_planned,
+    check_summary_rows,
+    load_samples,
+    summary_schema,
+)
 from d2lperf.verdicts import FAILS, HOLDS, NA, NOT_HERE, UNSURE
 
 FORMAT = 1
@@ -520,7 +527,7 @@ def verify(members: dict[str, bytes], schema: Path) -> dict[str, Any]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(members[name])
             try:
-                load_samples(path, schema)
+                check_planned(load_samples(path, schema), plan, name)
             except TableError as error:
                 raise ArchiveError(str(error).replace(str(Path(tmp)) + "/", "")) from None
     return listing
@@ -530,6 +537,7 @@ def hardware(machine_json: dict[str, Any]) -> dict[str, Any]:
     return {key: machine_json.get(key) for key in HARDWARE_KEYS}
 
 
+    plan = case_plan()  # a case no section plans is refused here as summarise refuses it
 def _remove_dead_staging(results_root: Path) -> None:
     """Staging folders of imports that were killed (their process is gone)."""
     for folder in results_root.glob(f"{STAGING_PREFIX}*"):

@@ -7,6 +7,8 @@ file and the row, because a user has to find and fix them.
 
 from __future__ import annotations
 
+import csv
+import fnmatch
 import math
 import re
 from pathlib import Path
@@ -38,6 +40,41 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 class TableError(ValueError):
     """A results or reference table is malformed; the message names file and row."""
+
+
+# The report's tables of the cases there are: the documents' figures and the labels of the
+# others. A case in neither is one the report cannot name: no section plans it.
+REPORT = Path(__file__).resolve().parents[2] / "report"
+PLAN_TABLES = (REPORT / "reference.csv", REPORT / "labels.csv")
+Plan = dict[str, list[str]]  # section -> names (or fnmatch patterns) of the cases it plans
+
+
+def case_plan(tables: tuple[Path, ...] = PLAN_TABLES) -> Plan:
+    """The cases each section plans, from the tables that name them for the report
+    (reference.csv: the documents' figures; labels.csv: every other case, or a pattern)."""
+    plan: Plan = {}
+    for path in tables:
+        with open(path, newline="", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                cases = plan.setdefault(row["section"], [])
+                if row["case"] not in cases:
+                    cases.append(row["case"])
+    return plan
+
+
+def check_planned(samples: pd.DataFrame, plan: Plan, table: str | Path) -> None:
+    """Refuse a row of a case its section does not plan: a name that fits the pattern but
+    that no document printed and no label names (a worker's typo, a case of another
+    version) would be summarised as a figure the report cannot tell about. Row numbers
+    count the header as row 1."""
+    pairs = samples[["section", "case"]].drop_duplicates()
+    for index, section, case in pairs.itertuples(name=None):
+        allowed = plan.get(section, [])
+        if not any(fnmatch.fnmatchcase(case, name) for name in allowed):
+            raise TableError(
+                f"{table}: row {index + 2}: case {case!r} is not one section {section} plans; "
+                f"allowed: {', '.join(allowed) or 'none'} (the cases report/reference.csv "
+                "and report/labels.csv name: a new case needs its label in labels.csv)")
 
 
 def _typed(text: str, kind: type) -> Any:
