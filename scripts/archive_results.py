@@ -1,6 +1,10 @@
 """Write one machine's results as a deterministic, verifiable archive (see d2lperf.archive).
 
     archive_results.py --results results/M --extra NAME=PATH ... --out archives/M.tar.gz
+
+The archive is read back as its import reads it before it is put in place: an archive the
+import would refuse (a file over a limit of d2lperf.archive) is not written, and the error
+names the file and the limit. Logs are capped as the workflow caps them (d2lperf.logcap).
 """
 
 from __future__ import annotations
@@ -9,7 +13,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from d2lperf import archive, hostlock, provenance
+from d2lperf import archive, hostlock, provenance, steps
+
+SCHEMA = Path(__file__).resolve().parents[1] / "workflow/schemas/samples.schema.yaml"
+
+
+def first_link(folder: Path) -> Path | None:
+    """The first symbolic link below ``folder`` (os.walk follows none), if any: collecting
+    would archive what it points at (a planted report.html -> /etc/shadow), and no step
+    follows a link it did not make."""
+    for root, folders, files in os.walk(folder):
+        for name in sorted(folders + files):
+            if os.path.islink(os.path.join(root, name)):
+                return Path(root, name)
+    return None
 
 
 def main() -> int:
@@ -19,11 +36,19 @@ def main() -> int:
                    help="files stored under <machine>/provenance/NAME")
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args()
+    p.add_argument("--schema", type=Path, default=SCHEMA,
+                   help=f"the samples schema an import checks against (default: {SCHEMA})")
     hostlock.share("archive_results")  # never beside a timing of any run
     extras = dict(item.split("=", 1) for item in args.extra)
     members = archive.collect(args.results, {k: Path(v) for k, v in extras.items()})
-    listing = archive.write_archive(args.out, args.results.name, members,
-                                    provenance.git_commit())
+    try:
+        with steps.writing(args.out):
+            listing = archive.write_archive(args.out, args.results.name, members,
+                                            provenance.git_commit(), args.schema)
+    except archive.ArchiveError as error:
+        print(f"error: {archive.one_line(str(error), 1000)}; make the file smaller (or "
+              "remove it) and archive again", file=sys.stderr)
+        return 1
     size = args.out.stat().st_size
     print(f"wrote {args.out}: {len(listing['files'])} files, {size / 1e6:.2f} MB")
     return 0

@@ -21,7 +21,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from d2lperf import hostlock  # noqa: E402
+from d2lperf import hostlock, steps  # noqa: E402
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS  # noqa: E402
 from d2lperf.results import (  # noqa: E402
@@ -190,14 +190,18 @@ def main() -> int:
             what = "compared all the same, as the baseline" if baseline else "skipped"
             print(f"machine {summary.parent.name} {what}: {why}", file=sys.stderr)
     table = speedups(load([s for s, _ in kept]), args.baseline)
-    table.to_csv(args.table, index=False)
-    verdicts_by_machine([v for _, v in kept]).to_csv(args.verdicts_table, index=False)
+    with steps.writing(args.table):
+        table.to_csv(args.table, index=False)
+    with steps.writing(args.verdicts_table):
+        verdicts_by_machine([v for _, v in kept]).to_csv(args.verdicts_table, index=False)
     if args.machines_table:
         compared = {s.parent.name for s, _ in kept}
-        machine_facts([m for m in args.machines if m.parent.name in compared]).to_csv(
-            args.machines_table, index=False)
-    args.plot.parent.mkdir(parents=True, exist_ok=True)
-    plot(table, args.baseline, args.plot)
+        with steps.writing(args.machines_table):
+            machine_facts([m for m in args.machines if m.parent.name in compared]).to_csv(
+                args.machines_table, index=False)
+    with steps.writing(args.plot):
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
+        plot(table, args.baseline, args.plot)
     print(f"compared {len(machines)} machines against {args.baseline}")
     return 0
 

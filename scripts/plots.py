@@ -21,7 +21,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from d2lperf import hostlock  # noqa: E402
+from d2lperf import hostlock, steps  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY  # noqa: E402
 from d2lperf.labels import Labels  # noqa: E402
 from d2lperf.sections import SECTIONS  # noqa: E402
@@ -248,9 +248,10 @@ def main() -> int:
     labels = Labels.read(args.labels)
     for out in args.out:
         section = out.stem
-        out.parent.mkdir(parents=True, exist_ok=True)
-        plot(section, summary[summary["section"] == section],
-             samples[samples["section"] == section], out, labels)
+        with steps.writing(out):
+            out.parent.mkdir(parents=True, exist_ok=True)
+            plot(section, summary[summary["section"] == section],
+                 samples[samples["section"] == section], out, labels)
     return 0
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import jinja2
 
-from d2lperf import hostlock, provenance
+from d2lperf import hostlock, provenance, steps
 from d2lperf.archive import kept_refusals
 from d2lperf.labels import Labels
 from d2lperf.report.claims_view import chance_line, check_lines, claim_rows, wording
@@ -168,7 +168,8 @@ def main() -> int:
         print(f"error: {error}. The report was not written; a previous one is left as it "
               "was.", file=sys.stderr)
         return 1
-    write_text(args.out, page)
+    with steps.writing(args.out):
+        write_text(args.out, page)
     print(f"wrote {args.out}; peak memory {provenance.peak_rss_mb()['self']:.0f} MB")
     return 0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from d2lperf import claims, hostlock, verdicts, workloads
+from d2lperf import claims, hostlock, steps, verdicts, workloads
 from d2lperf.frameworks import DOCUMENTS  # older records' framework
 from d2lperf.harness import positive_fraction
 from d2lperf.results import FORMAT_VERSION, RecordError, read_run, write_text
@@ -261,7 +261,8 @@ def main() -> int:
     # each table replaced whole, so that a run stopped midway leaves the previous one
     for table, path in ((summary, args.summary), (outputs, args.outputs),
                         (verdicts, args.verdicts)):
-        write_text(path, table.assign(format_version=FORMAT_VERSION).to_csv(index=False))
+        with steps.writing(path):
+            write_text(path, table.assign(format_version=FORMAT_VERSION).to_csv(index=False))
     print(f"summarised {sum(map(len, runs.values()))} sections of {', '.join(sorted(runs))}, "
           f"{len(samples)} samples")
     return 0

@@ -456,6 +456,64 @@ def test_every_reference_machine_kept_here_imports_as_any_archive_would(tmp_path
     assert len(set(ids)) == len(ids)
 
 
+def archive_results(tmp_path, results: Path) -> subprocess.CompletedProcess:
+    """scripts/archive_results.py as the rule runs it, with a host lock of the test's own."""
+    from d2lperf import hostlock
+
+    return subprocess.run(
+        [str(WORKFLOW_PYTHON), str(REPO / "scripts/archive_results.py"), "--results",
+         str(results), "--schema", str(SCHEMA), "--out", str(tmp_path / "out.tar.gz")],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")})
+
+
+def test_a_huge_log_is_archived_capped_and_its_import_takes_it(tmp_path):
+    """A results folder holding a 100 MB log was archived without a word, and its own
+    import refused the archive: the log is archived with its head and tail, the cut said."""
+    from d2lperf import logcap
+
+    results = make_results(tmp_path / "source")
+    log = results / "logs/hybridize.log"
+    log.parent.mkdir()
+    with open(log, "wb") as handle:
+        handle.write(b"the job started\n")
+        handle.truncate(100 << 20)
+        handle.seek(0, os.SEEK_END)
+        handle.write(b"Error: the job ended here\n")
+    done = archive_results(tmp_path, results)
+    assert done.returncode == 0, done.stderr
+    target = import_archive(tmp_path / "out.tar.gz", tmp_path / "results", SCHEMA)
+    kept = (target / "logs/hybridize.log").read_bytes()
+    assert len(kept) < logcap.MAX_LOG_BYTES + 200
+    assert kept.startswith(b"the job started\n") and kept.endswith(b"Error: the job ended here\n")
+    cut = (100 << 20) + 26 - logcap.MAX_LOG_BYTES
+    assert f"[... {cut} bytes cut here".encode() in kept
+
+
+@pytest.mark.parametrize("name, size, refusal", [
+    ("hybridize/samples.csv", archive.MAX_TABLE_BYTES + 1,
+     "table box/hybridize/samples.csv is {size} bytes, more than the limit of {limit} per table"),
+    ("plots/hybridize.svg", archive.MAX_MEMBER_BYTES + 1,
+     "member box/plots/hybridize.svg is {size} bytes, more than the limit of {limit} per file"),
+])
+def test_archive_results_never_writes_an_archive_its_import_would_refuse(
+        tmp_path, name, size, refusal):
+    """What it cannot cap, it refuses, naming the file and the import's limit."""
+    results = make_results(tmp_path / "source")
+    path = results / name
+    path.parent.mkdir(exist_ok=True)
+    row = SAMPLES.splitlines()[1] + "\n"
+    path.write_text((SAMPLES + row * (size // len(row) + 1))[:size] if name.endswith(".csv")
+                    else "x" * size)
+    done = archive_results(tmp_path, results)
+    assert done.returncode == 1
+    limit = archive.MAX_TABLE_BYTES if name.endswith(".csv") else archive.MAX_MEMBER_BYTES
+    assert refusal.format(size=size, limit=limit) in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out.tar.gz").exists()
+    assert not list(tmp_path.glob(".out.tar.gz*"))
+
+
 def test_an_archive_with_a_case_its_section_does_not_plan_is_refused(tmp_path):
     """Summarise refuses a row of a case no section plans; so does an import."""
     entries = {**GOOD, "box/hybridize/samples.csv": (

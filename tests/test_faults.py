@@ -271,3 +271,35 @@ def test_a_section_killed_keeps_its_earlier_samples_and_the_report_says_so(
     assert '<tr data-run="hybridize" data-status="failed">' in page
     assert f"are kept at {where} and not shown here" in page
     assert str(escape(record["log_tail"].splitlines()[0])) in page
+
+
+def test_a_failed_summarise_is_run_again_not_taken_as_done(tmp_path, experiment_python):
+    """summarise failed (a worker had written a row whose case broke the pattern);
+    Snakemake restored the old tables (update()) with a newer time than the new samples, and
+    the next, unchanged run exited 0 with "Report: ...", made from the old tables beside the
+    new samples and plots. Each run now runs the failed step again, and fails again,
+    visibly, with the reason on the console, while its cause lasts; the last good report
+    stays readable; once the cause is gone, the run succeeds."""
+    work, results, args, env = stored_run(tmp_path, experiment_python)
+    report = results / "report.html"
+    good = digest(report)
+    samples = results / "hybridize/samples.csv"
+    rows = samples.read_text()
+    samples.write_text(rows + "hybridize,mxnet,Bad Case!,time,s,0,99,0,0.05,,\n")
+    table = f"results/{CI_MACHINE}/hybridize/samples.csv"
+    for _ in range(2):
+        done = subprocess.run([str(SNAKEMAKE), *args], cwd=work, capture_output=True,
+                              text=True, timeout=900, env=env)
+        said = done.stdout + done.stderr
+        assert done.returncode != 0, said[-3000:]
+        assert "Report:" not in said
+        assert "summarise" in jobs_planned(done.stderr)
+        assert f"summarise failed (exit code 1): error: {table}: row " in said, said[-3000:]
+        assert "'Bad Case!' does not match" in said
+        assert digest(report) == good  # the last good report, readable
+    samples.write_text(rows)
+    done = subprocess.run([str(SNAKEMAKE), *args], cwd=work, capture_output=True, text=True,
+                          timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "summarise" in jobs_planned(done.stderr)
+    assert "Report:" in done.stdout + done.stderr

@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 import jsonschema
 import yaml
 
-from d2lperf import children
+from d2lperf import children, logcap
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.machine import RESERVED_RESULT_NAMES, MachineIdError, check_machine_id
 from d2lperf.results import RecordError, current_rows, current_run, newer_format, section_folder
@@ -72,6 +72,8 @@ HARDWARE_KEYS = ("cpu", "gpus", "memory_bytes")
 # members are held in memory until all are verified, and a table is parsed row by row
 # (about 18 bytes of memory per byte of CSV).
 MAX_MEMBER_BYTES = 16 << 20
+# The archive caps each log (d2lperf.logcap: head and tail kept) rather than refuse it.
+assert logcap.MAX_LOG_BYTES < MAX_MEMBER_BYTES // 2, "a capped log must fit an archive"
 MAX_TABLE_BYTES = 2 << 20
 MAX_TOTAL_BYTES = 64 << 20
 MAX_MEMBERS = 10_000
@@ -138,12 +140,15 @@ def sha256(data: bytes) -> str:
 
 def collect(results: Path, extras: dict[str, Path]) -> dict[str, bytes]:
     """Archive members (posix path -> content): a machine's results folder, and extra
-    files (config used, lock files, commit) placed under ``<machine>/provenance/``."""
+    files (config used, lock files, commit) placed under ``<machine>/provenance/``. A log
+    is capped as the workflow caps its logs (``logcap.cap_file``), so that one a step wrote
+    uncapped (a worker printing without end) still fits the import's limits."""
     machine = results.name
     members = {}
     for path in sorted(results.rglob("*")):
         if path.is_file() and not path.name.startswith("."):
-            members[f"{machine}/{path.relative_to(results).as_posix()}"] = path.read_bytes()
+            read = logcap.cap_file if path.suffix == ".log" else Path.read_bytes
+            members[f"{machine}/{path.relative_to(results).as_posix()}"] = read(path)
     for name, path in sorted(extras.items()):
         members[f"{machine}/provenance/{name}"] = path.read_bytes()
     return members
@@ -159,8 +164,12 @@ def manifest(machine: str, members: dict[str, bytes], code: dict[str, Any]) -> d
 
 
 def write_archive(out: Path, machine: str, members: dict[str, bytes],
-                  code: dict[str, Any]) -> dict[str, Any]:
-    """Write the archive deterministically; return its manifest."""
+                  code: dict[str, Any], schema: Path | None = None) -> dict[str, Any]:
+    """Write the archive deterministically; return its manifest. With ``schema`` (the
+    samples schema an import checks against), the archive is first read back as an import
+    reads it (``read_members``, ``verify``: every limit and check, from this module alone)
+    and only put at ``out`` when the import would take it; else ArchiveError says what the
+    import would refuse, naming the file and the limit, and nothing is written."""
     try:
         check_machine_id(machine, "the results folder's name")
     except MachineIdError as error:
@@ -179,6 +188,13 @@ def write_archive(out: Path, machine: str, members: dict[str, bytes],
                     info.uid = info.gid = 0
                     info.uname = info.gname = ""
                     tar.addfile(info, io.BytesIO(entries[name]))
+    if schema is not None:
+        try:
+            verify(read_members(tmp), schema)
+        except ArchiveError as error:
+            tmp.unlink()
+            raise ArchiveError(f"{out} not written: its import would refuse it: {error}") \
+                from None
     os.replace(tmp, out)
     return listing
 
@@ -521,6 +537,7 @@ def verify(members: dict[str, bytes], schema: Path) -> dict[str, Any]:
     if present:
         _check_summary(members, machine, schema)
         _check_verdicts(members, machine)
+    plan = case_plan()  # a case no section plans is refused here as summarise refuses it
     with tempfile.TemporaryDirectory() as tmp:
         for name in sorted(n for n in members if n.endswith("/samples.csv")):
             path = Path(tmp) / name
@@ -537,7 +554,6 @@ def hardware(machine_json: dict[str, Any]) -> dict[str, Any]:
     return {key: machine_json.get(key) for key in HARDWARE_KEYS}
 
 
-    plan = case_plan()  # a case no section plans is refused here as summarise refuses it
 def _remove_dead_staging(results_root: Path) -> None:
     """Staging folders of imports that were killed (their process is gone)."""
     for folder in results_root.glob(f"{STAGING_PREFIX}*"):

@@ -27,6 +27,7 @@ rule archive:
         script="scripts/archive_results.py",
         report=f"{RESULTS}/report.html",
         config=f"{RESULTS}/config.yaml",
+        schema="workflow/schemas/samples.schema.yaml",
         locks=["envs/workflow.lock.txt", *(f.lock for f in FRAMEWORK.values())],
     output:
         f"archives/{RESULTS_ID}.tar.gz",
@@ -44,5 +45,6 @@ rule archive:
     message:
         f"Archiving this machine's results: archives/{RESULTS_ID}.tar.gz"
     shell:
-        "{params.py:q} {input.script:q} --results {params.results:q}"
-        " --extra {params.extra:q} --out {output:q} > {log:q} 2>&1"
+        STEP + " --step archive --"
+        " {params.py:q} {input.script:q} --results {params.results:q}"
+        " --schema {input.schema:q} --extra {params.extra:q} --out {output:q}"

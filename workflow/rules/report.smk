@@ -6,14 +6,23 @@
 # refuses a corrupt record would otherwise take the user's last good report (and tables)
 # with it. update() backs each output up before the job and restores it when it fails
 # (tests/test_faults.py runs it); the scripts write each file whole, at the end.
+#
+# Each runs through scripts/run_step.py: its log capped (d2lperf.logcap), and when it fails,
+# the reason in one line on the console and its restored outputs made older than its inputs
+# (d2lperf.steps, read by the Snakefile), so that the next run runs it again.
+
+from d2lperf import steps as STEPS
 
 TABLES_CAPTION = "../../report/captions/tables.rst"
+# The start of an aggregate step's shell line: the wrapper, then "--step <name> -- <command>"
+STEP = "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q}"
 
 
 rule summarise:
     input:
         script="scripts/summarise.py",
         reference="report/reference.csv",
+        labels="report/labels.csv",
         schema="workflow/schemas/samples.schema.yaml",
         runs=RUN_RECORDS,
         samples=SAMPLE_TABLES,
@@ -41,10 +50,10 @@ rule summarise:
     message:
         "Summarising every sample into tables and deciding the claims"
     shell:
-        "{params.py:q} {input.script:q} --runs {input.runs:q} --reference {input.reference:q}"
-        " --schema {input.schema:q} --summary {output.summary:q}"
+        STEP + " --step summarise --"
+        " {params.py:q} {input.script:q} --runs {input.runs:q} --reference {input.reference:q}"
+        " --labels {input.labels:q} --schema {input.schema:q} --summary {output.summary:q}"
         " --outputs {output.outputs:q} --verdicts {output.verdicts:q} --band {params.band:q}"
-        " > {log:q} 2>&1"
 
 
 rule plots:
@@ -70,9 +79,9 @@ rule plots:
     message:
         "Drawing a plot per section"
     shell:
-        "{params.py:q} {input.script:q} --summary {input.summary:q}"
+        STEP + " --step plots --"
+        " {params.py:q} {input.script:q} --summary {input.summary:q}"
         " --samples {input.samples:q} --labels {input.labels:q} --out {output:q}"
-        " > {log:q} 2>&1"
 
 
 rule compare:
@@ -98,11 +107,12 @@ rule compare:
     message:
         f"Comparing this machine with {len(OTHER_MACHINES)} other(s): {', '.join(OTHER_MACHINES)}"
     shell:
-        "{params.py:q} {input.script:q} --summaries {input.summaries:q}"
+        STEP + " --step compare --"
+        " {params.py:q} {input.script:q} --summaries {input.summaries:q}"
         " --verdicts {input.verdicts:q} --baseline {params.baseline:q}"
         " --table {output.table:q} --verdicts-table {output.verdicts:q}"
         " --machines {input.machines:q} --machines-table {output.machines:q}"
-        " --plot {output.plot:q} > {log:q} 2>&1"
+        " --plot {output.plot:q}"
 
 
 # The report's order and headings of the sections, from the table of sections: made again
@@ -159,10 +169,11 @@ rule report:
     message:
         f"Writing the report, {RESULTS}/report.html"
     shell:
-        "{params.py:q} {input.script:q} --machine {input.machine:q}"
+        STEP + " --step report --"
+        " {params.py:q} {input.script:q} --machine {input.machine:q}"
         " --summary {input.summary:q} --outputs {input.outputs:q}"
         " --verdicts {input.verdicts:q} --runs {input.runs:q} --plots {input.plots:q}"
         " --benchmarks {input.benchmarks:q} --sections {input.sections:q}"
         " --labels {input.labels:q}"
         " --template {input.template:q} --preset {params.preset:q}"
-        " {params.comparison:q} {params.kept:q} --out {output:q} > {log:q} 2>&1"
+        " {params.comparison:q} {params.kept:q} --out {output:q}"
