@@ -116,3 +116,16 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys, 
     assert err == (f"error: cannot write {out}: No space left on device; the disk holding "
                    f"{tmp_path} is full: free space there (df -h {tmp_path}) and run again. "
                    "Earlier outputs are left as they were.\n")
+
+
+def test_logcap_as_a_filter_caps_what_a_rule_pipes_into_its_log(tmp_path):
+    """The hook for rules that send their output to a log: COMMAND 2>&1 | logcap.py LOG."""
+    log = tmp_path / "section.log"
+    done = subprocess.run(
+        f"set -o pipefail; {sys.executable} -c \"import sys; sys.stdout.write('z' * (5 << 20)); "
+        f"print('last'); sys.exit(3)\" 2>&1 | {WORKFLOW_PYTHON} "
+        f"{REPO / 'scripts/d2lperf/logcap.py'} {log}", shell=True, executable="/bin/bash",
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3
+    kept = log.read_bytes()
+    assert len(kept) < logcap.MAX_LOG_BYTES + 200 and kept.endswith(b"last\n")

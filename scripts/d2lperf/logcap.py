@@ -11,6 +11,11 @@ Standard library only: the aggregate steps' wrapper (scripts/run_step.py) and th
 which pipes its workers' output, both use it; the archive caps a log already on disk
 (``cap_file``).
 
+As a filter, for a rule whose shell sends its output to its log (pipefail keeps the
+command's exit status)::
+
+    COMMAND 2>&1 | python scripts/d2lperf/logcap.py LOG
+
 Hook for a writer of logs (the manager's workers' output, for instance)::
 
     with open(log, "wb") as raw, CappedLog(raw) as log:
@@ -21,6 +26,8 @@ Hook for a writer of logs (the manager's workers' output, for instance)::
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from pathlib import Path
 from typing import BinaryIO
 
@@ -100,3 +107,20 @@ def cap_file(path: str | Path, limit: int = MAX_LOG_BYTES) -> bytes:
         tail_size = limit - limit // 2
         handle.seek(size - tail_size)
         return head + cut_notice(size - len(head) - tail_size, limit) + handle.read()
+
+
+def main(argv: list[str]) -> int:
+    """Standard input to the log named by ``argv[1]``, capped; a write that fails (a full
+    disk) is said on stderr once the input ends, and the input is still read to its end."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's: read to its end
+    with open(argv[1], "wb") as raw, CappedLog(raw) as log:
+        for chunk in iter(lambda: os.read(sys.stdin.fileno(), 1 << 16), b""):
+            log.write(chunk)
+    if log.error is not None:
+        print(f"error: cannot write {argv[1]}: {log.error.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
