@@ -7,9 +7,20 @@ kept archives: report/machines/, archives/) that holds a verdicts table and a
 machine.json, and writes ``<out>/index.html``: the machines side by side (the CPU, its
 vector unit and cores, the GPUs, when it was measured, its headline figures: the best
 matrix-product rate on its CPU and GPU, how much faster the hybridized MLP ran than the
-imperative one per framework) and every claim's verdict per machine and framework,
-filterable by framework and by device (machines with a GPU or without), each machine
-linked to its own report, copied to ``<out>/<machine>/report.html``. Self-contained:
+imperative one per framework) and every claim's verdict per machine and framework, the
+same claims the report shows, filterable by framework and by device (machines with a GPU
+or without).
+
+Each machine's own page, ``<out>/<machine>/report.html``, is rendered here by the
+report's code and template (scripts/render_report.py) from the machine's checked tables
+and run records, its plots drawn again by scripts/plots.py: an archive's own report.html
+and plots are never read, so nothing an archive brings runs in a page the site writes
+(docs/design.md, "Kept archives and imports never block a run"). A machine whose page
+lacks an input is listed without one, the reason on stderr.
+
+Nothing is read through a symbolic link below ``--results``, nor written through one below
+``--out`` (the two folders themselves are taken as named): a link is refused, naming it and
+what to do, the other machines are still written, and the site ends 1. Self-contained:
 inline styles and script, no network; a machine whose folder cannot be read is left out
 and named on stderr, the others are written. Nothing else under ``<out>`` is touched.
 """
@@ -17,20 +28,47 @@ and named on stderr, the others are written. Nothing else under ``<out>`` is tou
 from __future__ import annotations
 
 import argparse
-import shutil
+import contextlib
+import io
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import jinja2
+import render_report
 
-from d2lperf import claims, hostlock, workloads
+from d2lperf import hostlock, sections, workloads
+from d2lperf.archive import ArchiveError, open_regular
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY
+from d2lperf.report.claims_view import VERDICT_RANK, is_claim, short_name, unknown, wording
 from d2lperf.results import RecordError, machine_traits, read_machine, read_run, write_text
 from d2lperf.tables import TableError, read_table
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "report/templates/site.html.j2"
-SHORT = {c.name: c.short or c.text for c in claims.CLAIMS}
-VERDICTS = ("holds", "does not hold", "inconclusive", "not applicable here", "not applicable")
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATE = REPO / "report/templates/site.html.j2"
+REPORT_TEMPLATE = REPO / "report/templates/report.html.j2"
+PLOTS = REPO / "scripts/plots.py"
+LABELS_CSV = REPO / "report/labels.csv"
+# What the site reads of a machine's folder: its record and tables, and in each section's
+# folder its run record and samples. Nothing else (an archive's report.html, plots,
+# sections.csv, benchmarks) is read.
+TABLES = ("machine.json", "summary.csv", "verdicts.csv", "outputs.csv")
+RAW = ("run.json", "samples.csv")
+NO_LINK = "the site follows no link it did not make"
+
+
+class Refused(Exception):
+    """A path the site will not read or write (a symbolic link, a special file): the
+    message names it and what to do. Unlike a machine that cannot be read, it ends the
+    site with status 1 once the rest is written."""
+
+
+class NoPage(ValueError):
+    """A machine's page lacks an input: the machine is listed without one, the reason
+    named."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,6 +78,48 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("site"),
                    help="the folder to write (default: site)")
     return p
+
+
+def refuse_link(path: Path, what_to_do: str) -> None:
+    """Refused where ``path`` is a symbolic link: nobody's link is followed, whatever it
+    points at (a planted results/<m>/report.html -> /etc/shadow, site/<m> -> elsewhere)."""
+    if path.is_symlink():
+        raise Refused(f"{path} is a symbolic link, and {NO_LINK}; {what_to_do}")
+
+
+def copy_regular(source: Path, target: Path) -> None:
+    """``source``'s bytes into ``target``, read only where ``source`` is a regular file and
+    no link (d2lperf.archive.open_regular: a FIFO would block the site)."""
+    refuse_link(source, "remove it, or put the file itself there")
+    try:
+        with open_regular(source, follow_links=False) as handle:
+            data = handle.read()
+    except ArchiveError as error:
+        raise Refused(f"{error}: the site reads regular files only; put the file itself "
+                      "there, or remove it") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+
+
+def snapshot(folder: Path, into: Path) -> Path:
+    """Copies of what the site reads of a machine's folder (TABLES, and RAW in each section's
+    folder), under ``into``/<machine>, each read without following a link: what the site then
+    reads cannot change under it, nor lead outside results/. Refused where the folder, or
+    anything directly in it, is a link."""
+    what_to_do = "remove it, or put the file or folder itself there"
+    refuse_link(folder, what_to_do)
+    copy = into / folder.name
+    copy.mkdir(parents=True)
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        path = Path(entry.path)
+        refuse_link(path, what_to_do)
+        if entry.name in TABLES:
+            copy_regular(path, copy / entry.name)
+        elif entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+            for raw in RAW:
+                if os.path.lexists(path / raw):
+                    copy_regular(path / raw, copy / entry.name / raw)
+    return copy
 
 
 def best_rate(summary, gpu: bool) -> float | None:
@@ -55,12 +135,38 @@ def best_rate(summary, gpu: bool) -> float | None:
     return round(float(best), 1) if best is not None and best == best else None
 
 
-def machine_entry(folder: Path) -> dict[str, object]:
-    """One machine's row and verdicts, from its folder (RecordError, TableError or OSError
-    where it cannot be read)."""
-    machine = read_machine(folder / "machine.json")
-    verdicts = read_table(folder / "verdicts.csv")
-    summary = read_table(folder / "summary.csv")
+def preset_of(runs: list[dict[str, Any]]) -> str:
+    """The preset a machine's sections ran under, as far as their records tell (a run
+    record keeps its parameters, not the preset's name): "documents" where every workload
+    option the table of sections gives the documents' value for was run at that value;
+    else words that are no preset's name, so the report says its ratios to the documents'
+    figures are for completeness only."""
+    ran = []
+    for run in runs:
+        entry = sections.SECTIONS.get(str(run.get("section")))
+        parameters = run.get("parameters") or {}
+        for flag, value, _ in entry.document_options if entry else ():
+            key = flag.lstrip("-").replace("-", "_")
+            if key in parameters:
+                ran.append(parameters[key] == value)
+    if not ran:
+        return "not recorded"
+    return "documents" if all(ran) else "not the documents' workloads"
+
+
+def claim_verdicts(verdicts) -> dict[tuple[str, str], str]:
+    """Each claim's verdict by (name, framework): the rows the report shows as claims
+    (claims_view.is_claim), so that the site lists every claim the report does."""
+    return {(r["name"], r["framework"]): r["verdict"] for r in verdicts.to_dict("records")
+            if is_claim(r)}
+
+
+def machine_entry(copy: Path) -> dict[str, object]:
+    """One machine's row and verdicts, from the copy of its folder (RecordError, TableError
+    or OSError where it cannot be read)."""
+    machine = read_machine(copy / "machine.json")
+    verdicts = read_table(copy / "verdicts.csv")
+    summary = read_table(copy / "summary.csv")
     verdicts["framework"] = verdicts["framework"].fillna(DOCUMENTS)
     frameworks = [f for f in REGISTRY if f in set(verdicts["framework"])]
     speedups = {}
@@ -69,14 +175,16 @@ def machine_entry(folder: Path) -> dict[str, object]:
                        & (verdicts["framework"] == framework)]
         ratio = float(row["ratio"].iloc[0]) if len(row) else float("nan")
         speedups[framework] = round(1 / ratio, 2) if ratio == ratio and ratio > 0 else None
-    started = sorted(str(read_run(run).get("started", ""))
-                     for run in folder.glob("*/run.json"))
+    runs = [read_run(path) for path in sorted(copy.glob("*/run.json"))]
+    started = sorted(str(run.get("started", "")) for run in runs)
     facts = machine_traits(machine)
-    by = {(r["name"], r["framework"]): r["verdict"] for _, r in verdicts.iterrows()
-          if r.get("kind") == "claim"}
+    words = wording()
+    shorts = {r["name"]: short_name(words.get(r["name"]) or unknown(r))
+              for r in verdicts.to_dict("records") if is_claim(r)}
     return {
-        "id": folder.name,
-        "report": (folder / "report.html").is_file(),
+        "id": copy.name,
+        "report": False,  # until its page is written
+        "no_page": "",
         "cpu": facts["cpu"] or "unknown CPU",
         "vector": facts["vector"],
         "cores": facts["cores"],
@@ -87,50 +195,158 @@ def machine_entry(folder: Path) -> dict[str, object]:
         "cpu_rate": best_rate(summary, gpu=False),
         "gpu_rate": best_rate(summary, gpu=True),
         "speedups": speedups,
-        "verdicts": by,
+        "verdicts": claim_verdicts(verdicts),
+        "shorts": shorts,
+        "preset": preset_of(runs),
     }
 
 
-def site_view(results: Path) -> dict[str, object]:
-    """Every readable machine under ``results`` and the claims they judged."""
-    machines, refused = [], []
-    for folder in sorted(p for p in results.iterdir() if p.is_dir()):
-        if not (folder / "verdicts.csv").is_file() or not (folder / "machine.json").is_file():
+def redraw_plots(copy: Path, out: Path) -> tuple[list[Path], str]:
+    """Each section's plot drawn again by scripts/plots.py from the machine's checked
+    summary and samples (an archive's own SVG could carry script), and why none were
+    drawn where none were."""
+    samples = sorted(copy.glob("*/samples.csv"))
+    if not samples:
+        return [], "no samples to draw"
+    targets = [out / f"{name}.svg" for name in sections.names()]
+    done = subprocess.run([sys.executable, str(PLOTS), "--summary", str(copy / "summary.csv"),
+                           "--samples", *map(str, samples), "--labels", str(LABELS_CSV),
+                           "--out", *map(str, targets)],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        return [], lines[-1] if lines else f"scripts/plots.py ended {done.returncode}"
+    return targets, ""
+
+
+def render_page(copy: Path, entry: dict[str, Any], work: Path) -> tuple[str, str]:
+    """The machine's page as the report's code renders it from the copy of its checked
+    tables and run records: the table of sections from this code (d2lperf.sections), the
+    labels and template from this repository, its plots drawn again; no comparison (the
+    index is that). Also what was left out of it, in words."""
+    runs = sorted(copy.glob("*/run.json"))
+    if not (copy / "outputs.csv").exists():
+        raise NoPage(f"no {copy.name}/outputs.csv, which its page needs")
+    if not runs:
+        raise NoPage(f"no run record (<section>/run.json) in {copy.name}, which its page "
+                      "needs")
+    work.mkdir(parents=True)
+    sections.write_csv(work / "sections.csv")
+    plots, why = redraw_plots(copy, work / "plots")
+    args = render_report.parser().parse_args([
+        "--machine", str(copy / "machine.json"), "--summary", str(copy / "summary.csv"),
+        "--outputs", str(copy / "outputs.csv"), "--verdicts", str(copy / "verdicts.csv"),
+        "--runs", *map(str, runs), "--plots", *map(str, plots),
+        "--sections", str(work / "sections.csv"), "--labels", str(LABELS_CSV),
+        "--template", str(REPORT_TEMPLATE), "--preset", str(entry["preset"]),
+        "--out", str(work / "report.html")])
+    with contextlib.redirect_stderr(io.StringIO()):  # the report's notes to its author
+        page = render_report.render(args)
+    return page, f"plots left out: {why}" if why else ""
+
+
+def write_page(out: Path, machine: str, page: str) -> None:
+    """``<out>/<machine>/report.html``, never through a link (to a folder elsewhere, or to a
+    file the site would replace)."""
+    folder = out / machine
+    refuse_link(folder, f"remove it; the site makes {folder} itself")
+    folder.mkdir(exist_ok=True)
+    target = folder / "report.html"
+    refuse_link(target, f"remove it; the site writes {target} itself")
+    write_text(target, page)
+
+
+def drop_stale_page(out: Path, machine: str) -> None:
+    """A page an earlier site wrote for a machine that has none now (an older site copied
+    an archive's own report.html there): removed, a link left as it is."""
+    target = out / machine / "report.html"
+    if not (out / machine).is_symlink() and not target.is_symlink() and target.is_file():
+        target.unlink()
+
+
+def readable_machines(results: Path, work: Path) -> tuple[list, list[str], list[str]]:
+    """(entry, copy) of every readable machine under ``results``, the machines left out and
+    why, and the links refused."""
+    machines, left_out, refused = [], [], []
+    for folder in sorted(p for p in results.iterdir() if not p.name.startswith(".")):
+        if not folder.is_symlink() and not (
+                folder.is_dir() and os.path.lexists(folder / "verdicts.csv")
+                and os.path.lexists(folder / "machine.json")):
             continue
         try:
-            machines.append(machine_entry(folder))
-        except (RecordError, TableError, OSError, KeyError, ValueError) as error:
+            copy = snapshot(folder, work / "copies")
+            machines.append((machine_entry(copy), copy))
+        except Refused as error:
             refused.append(f"{folder.name}: {error}")
-    names = [c.name for c in claims.CLAIMS]
-    judged = {name for m in machines for name, _ in m["verdicts"]}
+        except (RecordError, TableError, OSError, KeyError, ValueError) as error:
+            where = str(error).replace(str(work / "copies"), str(results))  # not the copy's
+            left_out.append(f"{folder.name}: {where}")
+    return machines, left_out, refused
+
+
+def site_view(machines: list[dict[str, Any]], left_out: list[str]) -> dict[str, object]:
+    """The index's view: every readable machine and the claims they judged, each claim in
+    the report's words and in the report's order (then any the report does not know)."""
+    order = list(wording())
+    shorts = {name: short for m in machines for name, short in m["shorts"].items()}
+    names = sorted(shorts, key=lambda n: order.index(n) if n in order else len(order))
     frameworks = [f for f in REGISTRY if any(f in m["frameworks"] for m in machines)]
     return {
         "machines": machines,
         "frameworks": [{"name": f, "label": LABELS[f]} for f in frameworks],
-        "claims": [{"name": n, "short": SHORT[n]} for n in names if n in judged],
-        "verdict_class": {v: v.replace(" ", "-") for v in VERDICTS},
-        "refused": refused,
+        "claims": [{"name": n, "short": shorts[n]} for n in names],
+        "verdict_class": {v: v.replace(" ", "-") for v in VERDICT_RANK},
+        "refused": left_out,
     }
+
+
+def write_pages(out: Path, machines: list, work: Path, results: Path) -> list[str]:
+    """Each machine's page, rendered here; the links refused. A machine whose page cannot
+    be made is listed without one, why on stderr."""
+    refused = []
+    for entry, copy in machines:
+        try:
+            page, note = render_page(copy, entry, work / "pages" / copy.name)
+            write_page(out, str(entry["id"]), page)
+            entry["report"] = True
+            if note:
+                print(f"site: {entry['id']}: {note}", file=sys.stderr)
+            continue
+        except Refused as error:
+            refused.append(str(error))
+            entry["no_page"] = str(error)
+        except NoPage as error:
+            entry["no_page"] = str(error)
+        except Exception as error:  # noqa: BLE001 -- one machine's page never stops the site
+            entry["no_page"] = f"{type(error).__name__}: {error}".replace(
+                str(copy.parent), str(results))
+        print(f"site: {entry['id']}: no page: {entry['no_page']}", file=sys.stderr)
+        drop_stale_page(out, str(entry["id"]))
+    return refused
 
 
 def main() -> int:
     args = parser().parse_args()
     hostlock.share("the site")  # never beside a timing's lock being taken by force
-    view = site_view(args.results)
-    for line in view["refused"]:
-        print(f"site: left out {line}", file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
-    for machine in view["machines"]:
-        if machine["report"]:
-            target = args.out / str(machine["id"])
-            target.mkdir(exist_ok=True)
-            shutil.copyfile(args.results / str(machine["id"]) / "report.html",
-                            target / "report.html")
+    with tempfile.TemporaryDirectory(prefix="d2lperf-site-") as tmp:
+        found, left_out, refused = readable_machines(args.results, Path(tmp))
+        for line in left_out:
+            print(f"site: left out {line}", file=sys.stderr)
+        refused += write_pages(args.out, found, Path(tmp), args.results)
+    view = site_view([entry for entry, _ in found], left_out)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE.parent),
                              autoescape=True, undefined=jinja2.StrictUndefined)
-    write_text(args.out / "index.html", env.get_template(TEMPLATE.name).render(**view))
-    print(f"site: {args.out / 'index.html'}, {len(view['machines'])} machine(s)")
-    return 0
+    index = args.out / "index.html"
+    try:
+        refuse_link(index, f"remove it; the site writes {index} itself")
+        write_text(index, env.get_template(TEMPLATE.name).render(**view))
+        print(f"site: {index}, {len(view['machines'])} machine(s)")
+    except Refused as error:
+        refused.append(str(error))
+    for line in refused:
+        print(f"site: refused {line}", file=sys.stderr)
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":

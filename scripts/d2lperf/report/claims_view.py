@@ -24,9 +24,11 @@ CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, n
     ("First in its process", ("first_position_effect",)),
     ("Machine steadiness", ("machine_steadiness",)),
 ]
-VERDICT_RANK = {"does not hold": 0, "inconclusive": 1, "holds": 2, "not applicable here": 3,
-                "not applicable": 3}
-DECISIVE = ("holds", "does not hold")
+# Every verdict a row of verdicts.csv may give, worst first (d2lperf.verdicts words them):
+# the site colours the same words (scripts/site.py).
+VERDICT_RANK = {verdicts.FAILS: 0, verdicts.UNSURE: 1, verdicts.HOLDS: 2, verdicts.NOT_HERE: 3,
+                verdicts.NA: 3}
+DECISIVE = (verdicts.HOLDS, verdicts.FAILS)
 # Holm's correction over each framework's claims, every look of a staged section counted
 # (d2lperf.verdicts.holm): the chance that any of one framework's decisive verdicts is
 # chance's doing is at most this.
@@ -53,6 +55,13 @@ def wording() -> dict[str, Claim]:
     name, short = claims.OUTPUTS
     table[name] = Claim(name, "all", short, judged_elsewhere, short=short, form="outputs")
     return table
+
+
+def is_claim(verdict: Row) -> bool:
+    """Whether a row of verdicts.csv is one of the chapter's claims the report lists (the
+    accuracy and outputs claims among them), not a check of the measurement: the one
+    rule, so that the site lists what the report does."""
+    return verdict.get("kind") != "check"
 
 
 def unknown(verdict: Row) -> Claim:
@@ -195,7 +204,7 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
     """Each claim once, with a verdict per framework and the document's own ratio."""
     rows: dict[str, Row] = {}
     for v in verdicts:
-        if v.get("kind") == "check":
+        if not is_claim(v):
             continue
         claim = claims_table.get(v["name"]) or unknown(v)
         row = rows.setdefault(v["name"], {"name": v["name"], "claim": v["claim"],
