@@ -10,6 +10,7 @@ names the file and the limit. Logs are capped as the workflow caps them (d2lperf
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -35,10 +36,15 @@ def main() -> int:
     p.add_argument("--extra", nargs="*", default=[], metavar="NAME=PATH",
                    help="files stored under <machine>/provenance/NAME")
     p.add_argument("--out", required=True, type=Path)
-    args = p.parse_args()
     p.add_argument("--schema", type=Path, default=SCHEMA,
                    help=f"the samples schema an import checks against (default: {SCHEMA})")
+    args = p.parse_args()
     hostlock.share("archive_results")  # never beside a timing of any run
+    link = first_link(args.results)
+    if link is not None:
+        print(f"error: {link} is a symbolic link, which an archive never follows: remove it, "
+              "or put the file itself there, and archive again", file=sys.stderr)
+        return 1
     extras = dict(item.split("=", 1) for item in args.extra)
     members = archive.collect(args.results, {k: Path(v) for k, v in extras.items()})
     try:
