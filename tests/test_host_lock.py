@@ -1,13 +1,16 @@
 """One timing at a time on a host: two runs' sections (another results folder, another
 machine id) never time at once, and the one that waits says so in its log (on stderr);
 every other job of the pipeline shares the lock, so none runs beside a timing of any run;
-and the lock file can never be turned against the user (no link followed, no file of
-anyone else's changed)."""
+a wait is said on the console too, again and again, and ends where the user set a limit,
+naming the holder; and the lock file can never be turned against the user (no link
+followed, no file of anyone else's changed)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -24,9 +27,10 @@ from conftest import (
     a_job_started,
     copy_workflow,
     crashing_python,
+    measure,
     wait_for,
 )
-from d2lperf import hostlock
+from d2lperf import hostlock, progress
 
 SECTION = textwrap.dedent('''\
     import sys, time
@@ -355,3 +359,74 @@ def test_a_killed_holder_never_leaves_the_lock_held(tmp_path):
     holder.wait(timeout=60)
     with hostlock.timing_lock("next", lock, out=open(os.devnull, "w")):
         pass  # would wait for ever were it still held
+
+
+def test_a_wait_is_said_again_and_again_and_given_up_past_its_limit_naming_the_holder(
+        tmp_path):
+    lock = tmp_path / "host.lock"
+    timing = hold(lock, shared=False)
+    out = io.StringIO()
+    started = time.monotonic()
+    try:
+        with pytest.raises(hostlock.LockError) as gave_up:
+            hostlock.acquire("toy", lock, out=out, limit=3, repeat=1)
+    finally:
+        timing.kill()
+        timing.wait(timeout=60)
+    assert 3 <= time.monotonic() - started < 60
+    said = out.getvalue().splitlines()
+    holder = f"held by a timing: pid {timing.pid} ("
+    assert said[0].startswith(f"toy: waiting for the host's timing lock {lock}, {holder}")
+    assert said[0].endswith("; giving up after 3 s (D2LPERF_LOCK_WAIT_SECONDS)")
+    again = [line for line in said[1:] if line.startswith(
+        f"toy: still waiting for the host's timing lock {lock} after ")]
+    assert len(again) >= 2 and all(holder in line for line in again), said
+    assert re.match(rf"gave up waiting for the host's timing lock {re.escape(str(lock))} "
+                    r"after \d+ s \(D2LPERF_LOCK_WAIT_SECONDS=3\), "
+                    + re.escape(holder), str(gave_up.value)), str(gave_up.value)
+    assert "or set D2LPERF_LOCK_WAIT_SECONDS longer (unset: no limit)" in str(gave_up.value)
+    with hostlock.timing_lock("next", lock, out=io.StringIO()):
+        pass  # the one that gave up holds nothing
+
+
+def test_a_section_says_on_the_console_who_it_waits_for_and_fails_past_the_limit(tmp_path):
+    """The console, not only the job's log: a run that waits for a neighbour is not silent;
+    a section that gave up fails (record_failure shows it failed, with this in its log)."""
+    lock = tmp_path / "host.lock"
+    script = tmp_path / "toy.py"
+    script.write_text(SECTION.format(scripts=str(REPO / "scripts"),
+                                     spans=str(tmp_path / "spans.txt")))
+    timing = hold(lock, shared=False)
+    read, write = os.pipe()
+    try:
+        done = measure(sys.executable, script, "--csv", str(tmp_path / "s.csv"), "--sidecar",
+                       str(tmp_path / "run.json"), "--repeats", "1", "--probe-seconds", "0.01",
+                       section="toy", framework="pytorch", pass_fds=(write,), timeout=300,
+                       env={**os.environ, hostlock.LOCK_VARIABLE: str(lock),
+                            hostlock.WAIT_VARIABLE: "2", progress.VARIABLE: str(write)})
+    finally:
+        os.close(write)
+        timing.kill()
+        timing.wait(timeout=60)
+    with os.fdopen(read) as console:
+        shown = console.read().splitlines()
+    holder = f"held by a timing: pid {timing.pid} ("
+    assert done.returncode == 1, done.stderr
+    assert shown[0].startswith(
+        f"toy (PyTorch): toy: waiting for the host's timing lock {lock}, {holder}"), shown
+    assert shown[-1].startswith(
+        f"toy (PyTorch): toy: gave up waiting for the host's timing lock {lock} after "), shown
+    assert holder in shown[-1]
+    assert shown[-1].removeprefix("toy (PyTorch): ") in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "spans.txt").exists()  # it never timed
+    assert not (tmp_path / "run.json").exists()
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
+def test_a_wait_limit_that_is_not_a_number_of_seconds_is_refused(monkeypatch, value):
+    monkeypatch.setenv(hostlock.WAIT_VARIABLE, value)
+    with pytest.raises(hostlock.LockError) as refused:
+        hostlock.wait_limit()
+    assert str(refused.value).startswith(
+        f"D2LPERF_LOCK_WAIT_SECONDS={value!r} is not a number of seconds; set it to the longest")

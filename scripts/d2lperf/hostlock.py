@@ -6,9 +6,14 @@ colleague's checkout) know nothing of each other's. Every section's top process 
 advisory ``fcntl.flock`` on one fixed file of the host, exclusively, for as long as it
 runs; every other job of the pipeline (tables, plots, the report, the archive, the
 machine's record) holds the same lock shared. So nothing of any run runs beside a timing,
-while the other jobs still run beside each other; who waits says so on stderr (the job's
-log), naming who holds the lock. The lock goes with the process: a killed one never
-leaves it held. Inside a SLURM job the scheduler decides what shares a node, so no lock.
+while the other jobs still run beside each other. Who waits says so, naming who holds the
+lock, on stderr (the job's log) and on the console where the rule gave one
+(``d2lperf.progress``), and again every ``REPEAT_S`` with how long it has waited; it waits
+at most ``$D2LPERF_LOCK_WAIT_SECONDS`` (unset: as long as it takes), then fails naming the
+holder. The wait is a try every ``POLL_S``, not a blocking flock: the standard library has
+no flock with a time-out, and a sleep answers every signal (SIGTERM, Ctrl-C) at once. The
+lock goes with the process: a killed one never leaves it held. Inside a SLURM job the
+scheduler decides what shares a node, so no lock.
 
 The file sits in a world-writable folder, where anyone may have put something first, so
 it is never followed through a link, never opened unless it is a plain file, and never
@@ -35,6 +40,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from d2lperf import progress
+
 # A fixed place, the same for every run and user of the host: not tempfile.gettempdir(),
 # which follows $TMPDIR (and Snakemake's tmpdir), so two runs with different ones would
 # each lock a file of their own and time at the same moment.
@@ -45,6 +52,11 @@ LOCK_VARIABLE = "D2LPERF_HOST_LOCK"
 RUN_LOCK = Path("results/.run.lock")
 
 HOLDER_CHARS = 100  # of a holder's command line, in a message
+# The longest a job waits for the host's lock, in seconds; unset or empty: no limit (a
+# documents run of another user may time for an hour, and a queued run then follows it).
+WAIT_VARIABLE = "D2LPERF_LOCK_WAIT_SECONDS"
+REPEAT_S = 60.0  # a waiting job says so again this often, with how long it has waited
+POLL_S = 0.5  # how often a waiting job tries the lock again
 
 
 class LockError(Exception):
@@ -188,29 +200,91 @@ def _who(fd: int) -> str:
     return "held by a process this one cannot see (another user's, or another container's)"
 
 
-def acquire(what: str, path: Path | None = None, out=None, shared: bool = False) -> int | None:
-    """Take the host's timing lock, exclusive for a timing, ``shared`` for any other job;
-    wait for it first, saying so on ``out`` (stderr: never in what a section prints, which
-    the tests read; the job's log holds both) with who holds it, then how long the wait
-    was. Returns what ``release`` takes; the lock is held until then or until this process
+def wait_limit() -> float | None:
+    """The longest wait for the host's lock, from ``$D2LPERF_LOCK_WAIT_SECONDS`` (None: no
+    limit); LockError, naming the variable, for a value that is not a number of seconds."""
+    text = os.environ.get(WAIT_VARIABLE, "").strip()
+    if not text:
+        return None
+    try:
+        limit = float(text)
+    except ValueError:
+        limit = -1.0
+    if not limit >= 0:  # NaN too
+        raise LockError(f"{WAIT_VARIABLE}={text!r} is not a number of seconds; set it to "
+                        "the longest a job may wait for the host's timing lock (0: not at "
+                        "all), or unset it to wait as long as it takes")
+    return None if limit == float("inf") else limit
+
+
+def acquire(what: str, path: Path | None = None, out=None, shared: bool = False,
+            limit: float | None = None, repeat: float = REPEAT_S) -> int | None:
+    """Take the host's timing lock, exclusive for a timing, ``shared`` for any other job.
+    Where another holds it, wait, saying so on ``out`` (stderr: never in what a section
+    prints, which the tests read; the job's log holds both) and on the console, with who
+    holds it, again every ``repeat`` seconds, then how long the wait was. ``limit``: the
+    longest wait (default ``wait_limit()``), after which LockError names the holder.
+    Returns what ``release`` takes; the lock is held until then or until this process
     ends, however it ends (None inside a SLURM job: no lock). Raises LockError when the
     lock file cannot be used safely."""
     if os.environ.get("SLURM_JOB_ID"):
         return None
     out = out or sys.stderr
     path = path or lock_path()
+    limit = wait_limit() if limit is None else limit
     fd = _open(path)
     kind = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    if _try(fd, kind):
+        return fd
+    try:
+        waited = _wait(fd, kind, what, path, out, limit, repeat)
+    except BaseException:
+        os.close(fd)
+        raise
+    progress.say(f"{what}: got the host's timing lock after {waited:.1f} s", out=out)
+    return fd
+
+
+def _try(fd: int, kind: int) -> bool:
     try:
         fcntl.flock(fd, kind | fcntl.LOCK_NB)
     except BlockingIOError:
-        print(f"{what}: waiting for the host's timing lock {path}, {_who(fd)}", file=out,
-              flush=True)
-        start = time.monotonic()
-        fcntl.flock(fd, kind)
-        print(f"{what}: got the host's timing lock after {time.monotonic() - start:.1f} s",
-              file=out, flush=True)
-    return fd
+        return False
+    return True
+
+
+def _wait(fd: int, kind: int, what: str, path: Path, out, limit: float | None,
+          repeat: float) -> float:
+    """Wait for the lock (``acquire``), saying so now and every ``repeat`` seconds; the
+    seconds waited, or LockError past ``limit``."""
+    bound = f"; giving up after {limit:g} s ({WAIT_VARIABLE})" if limit is not None else ""
+    progress.say(f"{what}: waiting for the host's timing lock {path}, {_who(fd)}{bound}",
+                 out=out)
+    start = time.monotonic()
+    said = start
+    while not _try(fd, kind):
+        now = time.monotonic()
+        if limit is not None and now - start >= limit:
+            raise LockError(
+                f"gave up waiting for the host's timing lock {path} after "
+                f"{now - start:.0f} s ({WAIT_VARIABLE}={limit:g}), {_who(fd)}; wait for it "
+                "to end and run again (or stop it, if it is yours), or set "
+                f"{WAIT_VARIABLE} longer (unset: no limit)")
+        if now - said >= repeat:
+            said = now
+            progress.say(f"{what}: still waiting for the host's timing lock {path} after "
+                         f"{_duration(now - start)}, {_who(fd)}", out=out)
+        time.sleep(POLL_S if limit is None else min(POLL_S, max(0.0, start + limit - now)))
+    return time.monotonic() - start
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``3 min 5 s``, ``2 h 1 min``: how long a wait has lasted."""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
 def release(fd: int | None) -> None:
@@ -232,7 +306,8 @@ def timing_lock(what: str, path: Path | None = None, out=None,
 def share(what: str) -> None:
     """Every job but a timing: hold the host's timing lock shared until this process ends
     (its descriptor is never closed), so that no timing of any run times beside it, nor it
-    beside one. A lock file that cannot be used safely ends the job with its message."""
+    beside one. A lock file that cannot be used safely, or a wait past its limit, ends the
+    job with its message."""
     try:
         acquire(what, shared=True)
     except LockError as error:
@@ -240,8 +315,10 @@ def share(what: str) -> None:
 
 
 def check(path: Path | None = None) -> None:
-    """Raise LockError now, before any job, if the host's timing lock cannot be used."""
+    """Raise LockError now, before any job, if the host's timing lock cannot be used (or
+    the longest wait for it is not a number)."""
     if not os.environ.get("SLURM_JOB_ID"):
+        wait_limit()
         os.close(_open(path or lock_path()))
 
 

@@ -79,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, worker_args = parser().parse_known_args(argv)
     python = args.python or REGISTRY[args.framework].default_interpreter
     progress.introduce(args.section, REGISTRY[args.framework].label)
-    lock = hostlock.acquire(args.section)
+    try:
+        lock = hostlock.acquire(args.section)
+    except hostlock.LockError as error:
+        progress.say(f"{args.section}: {error}", out=sys.stderr)
+        return 1
     try:
         before = steadiness.snapshot(args.probe_seconds, threads=args.threads)
         worker = Worker(python, args, worker_args)

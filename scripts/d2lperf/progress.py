@@ -14,6 +14,7 @@ Standard library only: the frameworks' environments import it.
 from __future__ import annotations
 
 import os
+import sys
 
 VARIABLE = "D2LPERF_PROGRESS_FD"
 EVERY_S = 60.0  # the longest a long step goes without a line on the console
@@ -26,15 +27,17 @@ def introduce(section: str, framework_label: str) -> None:
     _who = f"{section} ({framework_label})"
 
 
-def say(line: str, about: str = "") -> None:
-    """``line`` in the log (stdout), and on the console where the rule gave one, with what
-    it is ``about`` (a training run's case) where the log has said so before."""
-    print(line, flush=True)
+def say(line: str, about: str = "", out=None) -> None:
+    """``line`` in the log (stdout, or ``out``: stderr for what a section's printed figures
+    must never hold, such as a wait for the host's lock), and on the console where the
+    rule gave one, with what it is ``about`` (a training run's case) where the log has
+    said so before."""
+    print(line, file=out or sys.stdout, flush=True)
     fd = os.environ.get(VARIABLE, "")
     if fd.isdigit():
-        who = f"{_who}, {about}" if about else _who
+        who = ", ".join(part for part in (_who, about) if part)
         try:
-            os.write(int(fd), f"{who}: {line}\n".encode("utf-8", "replace"))
+            os.write(int(fd), f"{who + ': ' if who else ''}{line}\n".encode("utf-8", "replace"))
         except OSError:  # the console went away (a closed terminal): the log has it
             pass
 
