@@ -6,7 +6,10 @@ section's own process is killed (a job cancelled, a machine lock lost), a child 
 on timing would run beside whatever comes next, and its temporary folder would stay. Each
 child asks the kernel for SIGKILL when its parent dies (Linux's parent-death signal); the
 folder is removed on return, exception, SIGTERM, SIGHUP or Ctrl-C, and, after a SIGKILL,
-by the next section that starts (its folder names the dead process).
+by the next section that starts (its folder names the dead process). A section's manager
+asks for SIGTERM when its job's shell dies (``end_with_parent``): it then kills its
+workers' process groups (``kill_group``) and leaves without writing, and it checks that
+its parent is still there before it writes at all (``orphaned``).
 
 Standard library only: the frameworks' environments import it.
 """
@@ -15,9 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
+import select
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -29,13 +35,61 @@ PR_SET_PDEATHSIG = 1
 def die_with_parent() -> None:
     """For ``subprocess``'s ``preexec_fn``: this child gets SIGKILL when its parent dies
     (Linux; elsewhere nothing, the child ends when it is done)."""
+    if _parent_death_signal(signal.SIGKILL) and os.getppid() == 1:
+        os._exit(1)  # the parent died before the signal was asked for
+
+
+def end_with_parent() -> int:
+    """This process gets SIGTERM when its parent dies (Linux), which a section's manager
+    answers as it answers any SIGTERM: its workers killed, nothing written. Returns the
+    parent's pid, for ``orphaned``."""
+    parent = os.getppid()
+    _parent_death_signal(signal.SIGTERM)
+    return parent
+
+
+def orphaned(parent: int) -> bool:
+    """Whether the process that started this one (``parent``, from ``end_with_parent``)
+    has ended: its job is over, and nothing may be written for it any more."""
+    return os.getppid() != parent
+
+
+def _parent_death_signal(signum: int) -> bool:
+    """Ask the kernel for ``signum`` when this process's parent dies; whether it took."""
     if not sys.platform.startswith("linux"):
-        return
+        return False
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() == 1:  # the parent died before the signal was asked for
-            os._exit(1)
+        return libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0
+    return False
+
+
+def wait(process: subprocess.Popen, limit: float) -> int | None:
+    """``process``'s exit code, or None if it still runs after ``limit`` seconds. Woken by
+    its end (Linux's pidfd), not by polling: ``Popen.wait`` with a time-out wakes twenty
+    times a second, beside a timing; that is only the fallback where there is no pidfd."""
+    try:
+        fd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        try:
+            return process.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            return None
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        ended = poller.poll(math.ceil(limit * 1000))
+    finally:
+        os.close(fd)
+    return process.wait() if ended else None
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL process group ``pid``: a child started in a session of its own
+    (``start_new_session``) and every process it started that stayed in it. Call it
+    before the child is reaped, so that the group's id is still the child's."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _exit_on(signum, frame):

@@ -14,6 +14,13 @@ Its own options are the ones that shape the measurement as a whole (``--processe
 worker's too; every other option goes to the worker as it is. The worker's run record
 carries the manager's options in its ``parameters`` (``processes``, ``budget_seconds``,
 ``band``: what was asked, beside what ran).
+
+Nothing outlives its section, nor waits without end (docs/design.md, "One timing at a time
+per host; nothing outlives its section"). Each worker process runs in a session of its own
+within a limit (``worker_limit``): past it, it is killed with every process it started and
+the section fails, saying which process, the limit and what to do. The manager ends with
+its job: SIGTERM when the job's shell dies kills its workers and writes nothing, and it
+writes its outputs only while that shell still lives.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from d2lperf import children, hostlock, progress, stages, steadiness
+from d2lperf import children, hostlock, progress, sections, stages, steadiness
 from d2lperf.arguments import (
     DEFAULT_BAND,
     DEFAULT_BUDGET_S,
@@ -40,6 +47,15 @@ from d2lperf.results import read_json, write_run
 
 STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after: 5)
 MANAGER_OPTIONS = ("processes", "budget_seconds", "band")  # added to the worker's parameters
+# A worker process may run for its section's budget and this much more: a process costs
+# its start (the interpreter, the framework's import, a first compile: 8-10 s for PyTorch
+# here) beyond its share of the budget, and the first processes of a section run whatever
+# the budget (the CI preset's 2 s buys processes of 10 s on a busy 2-core machine). Ten
+# minutes past its whole section's budget a process is hung, not slow.
+WORKER_MARGIN_S = 600.0
+TIMED_OUT = 124  # a worker killed at its limit: the exit code `timeout` gives
+OUTPUTS_MISSING = 1  # a worker that ended well without writing what it was asked to
+ORPHANED = 1  # the job ended before the manager could write: nothing written
 
 
 class WorkerFailed(Exception):
@@ -72,11 +88,17 @@ def parser() -> argparse.ArgumentParser:
                         f"are undecided (default: {DEFAULT_BUDGET_S:g})")
     p.add_argument("--band", type=positive_fraction, default=None,
                    help=f"practical band the stages decide against (default: {DEFAULT_BAND:g})")
+    p.add_argument("--worker-limit-seconds", type=positive_float, default=None,
+                   help="seconds a worker process may run before it is killed, with every "
+                        "process it started, and the section fails (default: the budget plus "
+                        f"{WORKER_MARGIN_S:g} s, at most the section's cluster time limit; "
+                        "without a budget, that time limit)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, worker_args = parser().parse_known_args(argv)
+    job = children.end_with_parent()  # its job's shell: when it dies, SIGTERM here
     python = args.python or REGISTRY[args.framework].default_interpreter
     progress.introduce(args.section, REGISTRY[args.framework].label)
     try:
@@ -96,12 +118,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         after = steadiness.snapshot(args.probe_seconds, threads=args.threads)
         record["steadiness"] = steadiness.summary(before, after)
     except WorkerFailed as failed:
-        print(failed, file=sys.stderr, flush=True)
+        progress.say(str(failed), out=sys.stderr)
         return failed.code
     finally:
         hostlock.release(lock)
+    if children.orphaned(job):  # its job ended (and its outputs were restored): hands off
+        print(f"{args.section}: the job that started this section (pid {job}) has ended; "
+              f"nothing written to {args.csv} or {args.sidecar}", file=sys.stderr, flush=True)
+        return ORPHANED
     write_run(args.csv, args.sidecar, rows, record)  # the workers' rows, in the same columns
     return 0
+
+
+def worker_limit(args: argparse.Namespace) -> tuple[float, str]:
+    """How long one worker process may run, and why that long: ``--worker-limit-seconds``
+    where given; else the section's budget plus ``WORKER_MARGIN_S``, never more than the
+    time its cluster job asks for (``sections.Section.runtime``), which is the limit of a
+    section without a budget (one process: the training sections, the ceilings)."""
+    if args.worker_limit_seconds is not None:
+        return args.worker_limit_seconds, "--worker-limit-seconds"
+    entry = sections.SECTIONS.get(args.section)
+    runtime_s = 60.0 * (entry.runtime if entry else sections.Section.runtime)
+    job = f"the {runtime_s / 60:g} min its cluster job asks for"
+    budget = manager_options(args).get("budget_seconds")
+    if budget is None or budget + WORKER_MARGIN_S > runtime_s:
+        return runtime_s, job
+    return budget + WORKER_MARGIN_S, (f"the section's budget of {budget:g} s plus "
+                                      f"{WORKER_MARGIN_S:g} s")
 
 
 def manager_options(args: argparse.Namespace) -> dict[str, object]:
@@ -114,7 +157,8 @@ def manager_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 class Worker:
-    """The section's script in its framework's interpreter, one fresh process per call."""
+    """The section's script in its framework's interpreter, one fresh process per call,
+    each in a session of its own and within ``worker_limit``."""
 
     def __init__(self, python: str, args: argparse.Namespace, worker_args: list[str]) -> None:
         self.command = [python, str(args.script), *worker_args,
@@ -122,21 +166,65 @@ class Worker:
                         "--probe-seconds", str(args.probe_seconds)]
         self.section = args.section
         self.processes = args.processes or 1
+        self.limit, self.why_limit = worker_limit(args)
 
     def run(self, tmp: Path, index: int) -> tuple[RunRecord, list[SampleRow]]:
         """Process ``index``: its run record and its rows. A process that fails ends the
-        section with its exit code (a usage error stays a usage error)."""
+        section with its exit code (a usage error stays a usage error); one past its limit,
+        or stopped with the manager, is killed with every process it started."""
         csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
         command = [*self.command, "--process", str(index),
                    "--csv", str(csv_path), "--sidecar", str(sidecar)]
-        done = subprocess.run(command, check=False, preexec_fn=children.die_with_parent,
-                              pass_fds=progress.console_fds())
-        if done.returncode != 0:
-            code = done.returncode if done.returncode > 0 else 128 - done.returncode
-            raise WorkerFailed(code, f"{self.section}: process {index + 1} of "
-                                     f"{self.processes} failed with exit code {code}")
+        process = subprocess.Popen(command, preexec_fn=children.die_with_parent,
+                                   start_new_session=True, pass_fds=progress.console_fds())
+        name = f"process {index + 1} of {self.processes} (pid {process.pid})"
+        try:
+            code = children.wait(process, self.limit)
+        except BaseException:  # stopped (SIGTERM, Ctrl-C, its job's end): it goes too
+            children.kill_group(process.pid)
+            process.wait()
+            raise
+        if code is None:
+            children.kill_group(process.pid)
+            process.wait()
+            raise WorkerFailed(TIMED_OUT, (
+                f"{name} ran past its limit of {self.limit:g} s ({self.why_limit}) and was "
+                "killed, with every process it started: it hung, or this machine is far "
+                "slower than the preset assumes. Look at the end of this section's log for "
+                "its last lines, then run it again (a larger budget_seconds in the preset "
+                "raises the limit)"))
+        if code != 0:
+            code = code if code > 0 else 128 - code
+            raise WorkerFailed(code, f"{name} failed with exit code {code}")
+        return _outputs(name, csv_path, sidecar)
+
+
+def _outputs(name: str, csv_path: Path, sidecar: Path) -> tuple[RunRecord, list[SampleRow]]:
+    """What worker ``name`` wrote, its run record and rows; WorkerFailed, naming the file
+    and what to do, where it ended well without writing them whole."""
+    advice = ("; look at this section's log for what it printed (a worker writes both "
+              "files before it exits), then run it again")
+    try:
         with open(csv_path, newline="", encoding="utf-8") as handle:
-            return read_json(sidecar), list(csv.DictReader(handle))
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise WorkerFailed(OUTPUTS_MISSING, f"{name} exited 0 but wrote no samples: "
+                                            f"{csv_path} is missing{advice}") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise WorkerFailed(OUTPUTS_MISSING, f"{name} exited 0 but its samples {csv_path} "
+                                            f"cannot be read ({error}){advice}") from None
+    try:
+        record = read_json(sidecar)
+    except FileNotFoundError:
+        raise WorkerFailed(OUTPUTS_MISSING, f"{name} exited 0 but wrote no run record: "
+                                            f"{sidecar} is missing{advice}") from None
+    except (OSError, ValueError) as error:
+        raise WorkerFailed(OUTPUTS_MISSING, f"{name} exited 0 but its run record {sidecar} "
+                                            f"is not JSON ({error}){advice}") from None
+    if not isinstance(record, dict):
+        raise WorkerFailed(OUTPUTS_MISSING, f"{name} exited 0 but its run record {sidecar} "
+                                            f"is not a JSON object{advice}")
+    return record, rows
 
 
 def _run_stages(args: argparse.Namespace, worker: Worker,
