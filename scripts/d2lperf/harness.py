@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from d2lperf import blas, frameworks, hostlock, progress, provenance, steadiness
+from d2lperf import blas, energy, frameworks, hostlock, progress, provenance, steadiness
 from d2lperf.arguments import (  # noqa: F401  (the section scripts' command line, from here)
     non_negative_int,
     parser,
@@ -82,13 +82,17 @@ def _run_body(section: str, framework: str, args: argparse.Namespace,
     }
     recorder = Recorder(section, framework, args.process)
     clock = time.perf_counter()
+    # The GPUs' energy, clocks and throttle reasons through the body (docs/design.md,
+    # "Energy and clocks"), or why there are none.
+    meter = energy.Meter()
     try:
         # Every fresh process of a section loads the same libraries in the same environment,
         # and the first one's record is the section's: its check is the section's, once.
         if not args.process:
             blas.probe_apart(framework, record, args.blas_probe_size or blas.PROBE_SIZE,
                              args.blas_reference)
-        body(args, recorder)
+        with meter:
+            body(args, recorder)
         record["status"] = "ok"
     except Skipped as why:
         record["status"] = "refused" if isinstance(why, Refused) else "skipped"
@@ -97,6 +101,7 @@ def _run_body(section: str, framework: str, args: argparse.Namespace,
             record["needs"] = why.needs
         recorder.rows.clear()
         print(f"{section}: skipped: {why}", flush=True)
+    recorder.notes["gpu_energy"] = meter.reading()
     record.update(
         finished=provenance.now(),
         load_average_at_end=provenance.load_average(),

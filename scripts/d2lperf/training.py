@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TextIO, TypeVar
 
-from d2lperf import arguments, data, devices, sections
+from d2lperf import arguments, data, devices, energy, sections
 from d2lperf.arguments import non_negative_int, positive_float, positive_int
 from d2lperf.errors import NEEDS_GPUS
 from d2lperf.progress import EVERY_S, say
@@ -207,10 +207,30 @@ def epoch_line(epoch: int, seconds: float, loss: float, test_acc: float) -> str:
 
 
 def record_epoch(rec: Recorder, case: str, epoch: int, seconds: float, loss: float,
-                 test_acc: float, ctx: Sequence[Any]) -> None:
-    """One epoch's samples (training time, test accuracy, mean training loss), then its line."""
+                 test_acc: float, ctx: Sequence[Any], meter: energy.Meter | None = None,
+                 images: int | None = None) -> None:
+    """One epoch's samples (training time, test accuracy, mean training loss), then its line.
+    ``meter``: the epoch's GPU energy, metered around its timing (``energy.Meter``)."""
     where = ",".join(str(c) for c in ctx)
     rec.samples(case, "time", "s", [seconds], epoch=epoch, devices=where)
     rec.samples(case, "accuracy", "fraction", [test_acc], epoch=epoch, devices=where)
     rec.samples(case, "loss", "", [loss], epoch=epoch, devices=where)
+    if meter is not None:
+        record_energy(rec, case, epoch, meter, images, where)
     say(epoch_line(epoch, seconds, loss, test_acc), case)
+
+
+def record_energy(rec: Recorder, case: str, epoch: int, meter: energy.Meter,
+                  images: int | None, where: str) -> None:
+    """An epoch's GPU energy as samples beside its seconds (joules, and joules per 1000
+    images where the images are counted), where NVML measured every GPU it ran on; its
+    reading (clocks, throttle reasons, or why there is none) in the run record's notes."""
+    reading = meter.reading()
+    rec.notes.setdefault("gpu_energy_epochs", {}).setdefault(case, {})[str(epoch)] = reading
+    joules = energy.joules(reading)
+    if joules is None:
+        return
+    rec.samples(case, "energy", "J", [joules], epoch=epoch, devices=where)
+    if images:
+        rec.samples(case, "energy_per_1000_images", "J", [1000 * joules / images],
+                    epoch=epoch, devices=where)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 
 import argparse
 
-from d2lperf import harness, timing, training
+from d2lperf import energy, harness, timing, training
 from d2lperf import jax as d2l
 from d2lperf.describe import Stats
 from d2lperf.results import Recorder
@@ -168,7 +168,8 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
     seconds, test_acc = [], float("nan")
     for epoch in range(1, args.epochs + 1):
         loss_sum, examples = jnp.zeros(()), 0
-        with timing.Stopwatch(d2l.sync) as clock:
+        with (energy.Meter(energy.gpu_ordinals(d2l.names(devices).split(","))) as meter,
+              timing.Stopwatch(d2l.sync) as clock):
             for X, y in training.progress(train_iter, epoch, args.epochs):
                 X, y = jax.device_put(X, split), jax.device_put(y, split)
                 params, stats, opt_state, value = step(params, stats, opt_state, X, y)
@@ -180,7 +181,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
         test_acc = d2l.evaluate_accuracy(lambda x, v=on_first: evaluate(*v, x), test_iter,
                                          devices[0])
         training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc,
-                              d2l.names(devices).split(","))
+                              d2l.names(devices).split(","), meter, examples)
         seconds.append(clock.seconds)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
     rec.notes.setdefault("data_parallel", {})[case] = (

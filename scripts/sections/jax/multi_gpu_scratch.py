@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 
 import argparse
 
-from d2lperf import harness, timing, training
+from d2lperf import energy, harness, timing, training
 from d2lperf import jax as d2l
 from d2lperf.results import Recorder
 
@@ -200,7 +200,8 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
     rec.notes.setdefault("warmed_input_shapes", {})[case] = warmed
     for epoch in range(1, args.epochs + 1):
         loss_sum, examples = jnp.zeros(len(devices)), 0
-        with timing.Stopwatch(d2l.sync) as clock:
+        with (energy.Meter(energy.gpu_ordinals(d2l.names(devices).split(","))) as meter,
+              timing.Stopwatch(d2l.sync) as clock):
             for X, y in training.progress(train_iter, epoch, args.epochs):
                 X_shards, y_shards = split_batch(X, y, devices)
                 replicated, losses = step(replicated, X_shards, y_shards, X.shape[0])
@@ -213,7 +214,7 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
         test_acc = d2l.evaluate_accuracy(lambda x, first=first: lenet(x, first), test_iter,
                                          devices[0])
         training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc,
-                              d2l.names(devices).split(","))
+                              d2l.names(devices).split(","), meter, examples)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import harness, timing, training
+from d2lperf import energy, harness, timing, training
 from d2lperf import mxnet as d2l
 from d2lperf.describe import Stats
 from d2lperf.results import Recorder
@@ -160,7 +160,8 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
     for epoch in range(1, args.epochs + 1):
         # One running sum per device, so that adding to it moves nothing between devices.
         loss_sums, examples = [nd.zeros(1, ctx=c) for c in ctx], 0
-        with timing.Stopwatch(d2l.sync) as clock:
+        with (energy.Meter(energy.gpu_ordinals(ctx)) as meter,
+              timing.Stopwatch(d2l.sync) as clock):
             for X, y in training.progress(train_iter, epoch, args.epochs):
                 gpu_Xs = gutils.split_and_load(X, ctx)
                 gpu_ys = gutils.split_and_load(y, ctx)
@@ -174,7 +175,8 @@ def train(args: argparse.Namespace, rec: Recorder, net, ctx, batch_size: int,
                 examples += X.shape[0]
         train_loss = sum(s.asscalar() for s in loss_sums) / examples
         test_acc = d2l.evaluate_accuracy(net, test_iter, ctx[0])
-        training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, ctx)
+        training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, ctx,
+                              meter, examples)
         seconds.append(clock.seconds)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
     print(f"test acc: {test_acc:.2f}, {Stats(seconds).mean:.1f} sec/epoch on {ctx}", flush=True)

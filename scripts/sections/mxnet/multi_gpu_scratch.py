@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
-from d2lperf import harness, timing, training
+from d2lperf import energy, harness, timing, training
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
 
@@ -154,7 +154,8 @@ def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
     for epoch in range(1, args.epochs + 1):
         # One running sum per device, so that adding to it moves nothing between devices.
         loss_sums, examples = [nd.zeros(1, ctx=c) for c in ctx], 0
-        with timing.Stopwatch(d2l.sync) as clock:
+        with (energy.Meter(energy.gpu_ordinals(ctx)) as meter,
+              timing.Stopwatch(d2l.sync) as clock):
             for X, y in training.progress(train_iter, epoch, args.epochs):
                 ls = train_batch(X, y, gpu_params, ctx, lr, loss)
                 for loss_sum, device_loss in zip(loss_sums, ls):
@@ -167,7 +168,8 @@ def train(args: argparse.Namespace, rec: Recorder, params, ctx, batch_size: int,
             return lenet(x, gpu_params[0])
 
         test_acc = d2l.evaluate_accuracy(net, test_iter, ctx[0])
-        training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, ctx)
+        training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, ctx,
+                              meter, examples)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
 
 

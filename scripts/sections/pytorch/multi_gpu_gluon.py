@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 import argparse
 import copy
 
-from d2lperf import harness, timing, training
+from d2lperf import energy, harness, timing, training
 from d2lperf import torch as d2l
 from d2lperf.describe import Stats
 from d2lperf.results import Recorder
@@ -204,7 +204,8 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
     for epoch in range(1, args.epochs + 1):
         parallel.train()
         loss_sum, examples = torch.zeros((), device=devices[0]), 0
-        with timing.Stopwatch(d2l.sync) as clock:
+        with (energy.Meter(energy.gpu_ordinals(devices)) as meter,
+              timing.Stopwatch(d2l.sync) as clock):
             for X, y in training.progress(train_iter, epoch, args.epochs):
                 trainer.zero_grad()
                 X, y = X.to(devices[0]), y.to(devices[0])
@@ -215,7 +216,8 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
                 examples += X.shape[0]
         train_loss = loss_sum.item() / examples
         test_acc = d2l.evaluate_accuracy(parallel, test_iter)
-        training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, devices)
+        training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, devices,
+                              meter, examples)
         seconds.append(clock.seconds)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
     rec.notes.setdefault("data_parallel", {})[case] = (

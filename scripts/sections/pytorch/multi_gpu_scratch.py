@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 
 import argparse
 
-from d2lperf import harness, timing, training
+from d2lperf import energy, harness, timing, training
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder
 
@@ -195,7 +195,8 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
     for epoch in range(1, args.epochs + 1):
         # One running sum per device, so that adding to it moves nothing between devices.
         loss_sums, examples = [torch.zeros((), device=d) for d in devices], 0
-        with timing.Stopwatch(d2l.sync) as clock:
+        with (energy.Meter(energy.gpu_ordinals(devices)) as meter,
+              timing.Stopwatch(d2l.sync) as clock):
             for X, y in training.progress(train_iter, epoch, args.epochs):
                 ls = train_batch(X, y, device_params, devices, lr, loss)
                 for loss_sum, device_loss in zip(loss_sums, ls):
@@ -208,7 +209,8 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
             return lenet(x, device_params[0])
 
         test_acc = d2l.evaluate_accuracy(net, test_iter, devices[0])
-        training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, devices)
+        training.record_epoch(rec, case, epoch, clock.seconds, train_loss, test_acc, devices,
+                              meter, examples)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
 
 
