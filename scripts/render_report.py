@@ -37,6 +37,7 @@ from d2lperf.labels import Labels
 from d2lperf.report.claims_view import chance_line, check_lines, claim_rows, wording
 from d2lperf.report.comparison import comparison
 from d2lperf.report.figures_view import outputs_side_by_side, side_by_side
+from d2lperf.report.gpu_view import datasheet_shares, energy_view
 from d2lperf.report.overview import overview
 from d2lperf.report.provenance_view import (
     blas_notice,
@@ -99,7 +100,11 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
     sections = sections_view(args, runs, frameworks, figures,
                              outputs_side_by_side(outputs, frameworks, labels), claims,
                              titles)
+    # The GPUs' datasheet shares and energy, only where a run shows any (d2lperf.report.gpu_view)
+    gpus = {k: v for k, v in (("gpu_datasheet", datasheet_shares(summary, machine, runs)),
+                              ("gpu_energy", energy_view(summary, runs, machine))) if v}
     return dict(
+        **gpus,
         machine=machine,
         machine_rows={**machine_rows(machine),
                       "ceilings (measured here)": ceilings_text(summary, runs, machine)},
