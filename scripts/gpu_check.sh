@@ -6,8 +6,9 @@
 #                                  machine with network (default: gpu-check-kit)
 #
 # For a machine with an NVIDIA GPU and no network that has Python >= 3.10 with torch (CUDA),
-# pandas, matplotlib, scipy (the sections' manager judges with it) and jinja2: Snakemake
-# comes from the kit's wheels (installed into
+# pandas, matplotlib, scipy (the sections' manager judges with it) and jinja2: Snakemake,
+# and nvidia-ml-py (NVML: each run's GPU energy, clocks and throttle reasons), come from
+# the kit's wheels (installed into
 # .gpu-check/, beside the machine's own packages, nothing else touched), Fashion-MNIST from
 # the kit too. Where torch sees no GPU it runs the same pipeline in its CPU mode, at the CI
 # preset with the GPU sections on the CPU stand-in. On a GPU, the archive is kept under
@@ -83,6 +84,19 @@ EOF
 results_id="$hardware-gpu-check"
 echo "gpu_check: $mode mode, preset $preset, $cores cores, torch from $python," \
      "results/$results_id/"
+# NVML (nvidia-ml-py, from the kit): what the runs will meter of the GPUs' energy and
+# clocks, or why they will record none (docs/design.md, "Energy and clocks").
+nvml=$(PYTHONPATH="$PWD/scripts:$PYTHONPATH" "$python" - <<'EOF'
+from d2lperf import energy
+with energy.Meter() as meter:
+    pass
+reading = meter.reading()
+gpus = reading.get("gpus") or []
+names = ", ".join(sorted({str(g["name"]) for g in gpus}))
+print(f"{len(gpus)} GPU(s) metered ({names})" if gpus else f"none: {reading['reason']}")
+EOF
+) || nvml="none: the check of NVML failed"
+echo "gpu_check: NVML: $nvml"
 
 # Given as a JSON file, not as --config KEY=VALUE: Snakemake reads each such VALUE as YAML,
 # which would make a path with ' #' in it shorter, or one with ': ' a mapping.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Gather, on a machine with network, what the one-command GPU check (scripts/gpu_check.sh)
 # needs beyond what a GPU machine already has (Python >= 3.10, torch with CUDA, pandas,
-# matplotlib, jinja2): Snakemake and its dependencies as wheels for that machine's Python,
-# and Fashion-MNIST's four files. One folder, under 60 MiB, checked here.
+# matplotlib, jinja2): Snakemake and its dependencies, and nvidia-ml-py (NVML, pure
+# Python: the GPUs' energy and clocks), as wheels for that machine's Python, and
+# Fashion-MNIST's four files. One folder, under 60 MiB, checked here.
 #
 #   scripts/gpu_check_prepare.sh [FOLDER]    (default: gpu-check-kit in this checkout,
 #                                             ignored by git; a relative FOLDER is taken

@@ -87,6 +87,7 @@ def test_the_kit_is_under_60_mib_with_verified_fashion_mnist(kit):
     assert data.verify(folder / "fashion-mnist") == []
     requirements = (folder / "requirements.txt").read_text()
     assert "snakemake==" in requirements and "pytest" not in requirements
+    assert "nvidia-ml-py==" in requirements  # NVML for the GPUs' energy and clocks
     assert "pandas==" not in requirements  # the GPU machine's own
 
 
@@ -109,6 +110,9 @@ def test_snakemake_installs_from_the_kit_alone_beside_the_machines_packages(kit,
 
 
 CHECKED_SECTIONS = ("async_computation", "multi_gpu_scratch", "auto_parallelism")
+# An NVML stand-in with a GPU whose counters move, ahead of the kit's nvidia-ml-py in every
+# process the check starts (its sitecustomize), so that the metering runs in the CPU mode.
+NVML_STAND_IN = REPO / "tests/nvml_stand_in"
 
 
 # The id the workflow derives from this hardware (a user's own results go there), and the
@@ -173,6 +177,7 @@ def cpu_mode_check(kit, gpu_machine, tmp_path_factory):
         ["bash", str(work / "scripts/gpu_check.sh"), str(folder)], capture_output=True,
         text=True, timeout=1500, cwd=tmp_path,
         env={**gpu_machine, "HOME": str(tmp_path),
+             "PYTHONPATH": f"{NVML_STAND_IN}:{gpu_machine['PYTHONPATH']}",
              "GPU_CHECK_KEEP": "1", "GPU_CHECK_SECTIONS": " ".join(CHECKED_SECTIONS)})
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     return work, done.stdout, users
@@ -196,6 +201,31 @@ def test_the_gpu_check_runs_here_in_its_cpu_mode(cpu_mode_check):
     assert [k.name for k in kept] == [f"{HARDWARE_ID}-{today}.tar.gz"]
     assert kept[0].read_bytes() == archive.read_bytes()
     assert f"kept as report/machines/{kept[0].name} (commit it)" in stdout
+
+
+def test_the_gpu_checks_records_and_report_hold_the_gpus_energy_and_clocks(cpu_mode_check):
+    """Through the NVML stand-in (an H200 at 300 W): every section's record keeps the GPU's
+    energy, clocks and throttle reasons through its body; a training epoch on the CPU
+    stand-in says why it has no joules; the report shows them, and what they are."""
+    work, stdout, _ = cpu_mode_check
+    assert "gpu_check: NVML: 1 GPU(s) metered (NVIDIA H200)" in stdout
+    results = work / "results" / CHECK_ID
+    for section in CHECKED_SECTIONS:
+        run = json.loads((results / f"{section}_pytorch/run.json").read_text())
+        [gpu] = run["notes"]["gpu_energy"]["gpus"]
+        assert gpu["name"] == "NVIDIA H200" and gpu["energy_j"] > 0, section
+        assert gpu["energy_source"] == "total_energy_counter"
+        for end in ("start", "end"):
+            assert gpu[end]["sm_mhz"] > 0 and gpu[end]["throttle"] == [], section
+    epochs = json.loads((results / "multi_gpu_scratch_pytorch/run.json").read_text())[
+        "notes"]["gpu_energy_epochs"]
+    assert epochs and all(reading == {"reason": "the work ran on no GPU"}
+                          for case in epochs.values() for reading in case.values())
+    with open(results / "multi_gpu_scratch_pytorch/samples.csv", newline="") as handle:
+        assert "energy" not in {row["metric"] for row in csv.DictReader(handle)}
+    page = (results / "report.html").read_text(encoding="utf-8")
+    assert '<section id="gpus">' in page and "not the wall" in page
+    assert "NVIDIA H200" in page and "SM 19" in page
 
 
 def test_the_gpu_check_leaves_the_users_results_and_others_archives_alone(cpu_mode_check):
