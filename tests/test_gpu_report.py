@@ -26,8 +26,10 @@ def test_the_datasheet_table_has_every_gpu_asked_for_with_its_source():
         assert row["source"] and "with sparsity" in row["note"], row["gpu"]
         for column in peaks.NUMBERS:
             assert float(row[column]) > 0, (row["gpu"], column)
-        # dense tensor figures: bf16 twice TF32 on these GPUs, never below fp32
-        assert float(row["bf16_tflops"]) == pytest.approx(2 * float(row["tf32_tflops"]))
+        # dense tensor figures: bf16 twice TF32 on these GPUs (as rounded on the datasheets),
+        # never below fp32; a figure "with sparsity" entered by mistake is twice off
+        bf16, tf32 = float(row["bf16_tflops"]), float(row["tf32_tflops"])
+        assert bf16 == pytest.approx(2 * tf32, rel=0.05), row["gpu"]
         assert float(row["tf32_tflops"]) >= float(row["fp32_tflops"])
 
 
