@@ -12,9 +12,13 @@ def matches(pattern: str, names: list[str]) -> list[str]:
     return [n for n in names if re.fullmatch(pattern, n)]
 
 
+# every precision's products beside float32's: a float32 figure matches float32 ones only
 CEILINGS = ["mxnet_dot_2000", "numpy_dot_2000", "torch_mm_2000", "jax_dot_2000",
+            "torch_mm_bf16_2000", "jax_dot_bf16_2000",
             "gpu1_dot_4000", "gpu1_torch_mm_4000", "gpu1_jax_dot_4000", "gpu0_jax_dot_4000",
-            "gpu1_torch_mm_bf16_4000", "mxnet_copy", "torch_copy", "jax_copy",
+            "gpu1_torch_mm_bf16_4000", "gpu1_torch_mm_tf32_4000", "gpu1_torch_mm_fp16_4000",
+            "gpu1_jax_dot_bf16_4000", "gpu1_jax_dot_fp16_4000",
+            "mxnet_copy", "torch_copy", "jax_copy",
             "gpu1_device_to_host", "gpu1_torch_device_to_host_pinned",
             "gpu1_jax_device_to_host_pageable", "gpu0_device_to_host"]
 
@@ -62,9 +66,56 @@ def test_the_run_schema_requires_every_parameter_a_rate_is_computed_from():
     cases = {"async_computation": ["dot_wait_to_read", "dot_asnumpy", "dot_asscalar",
                                    "dot_waitall", "loop_sync_each"],
              "auto_parallelism": ["cpu_only", "gpu_only", "gpu_compute", "copy_to_cpu",
-                                  "copy_to_cpu_pinned", "cpu_and_gpu"]}
+                                  "copy_to_cpu_pinned", "cpu_and_gpu"],
+             "multi_gpu_scratch": ["lenet_1_device", "lenet_2_devices", "lenet_4_devices",
+                                   "lenet_16_devices", "resnet18_1_device", "lenet_devices"],
+             "multi_gpu_gluon": ["resnet18_1_device", "resnet18_2_devices",
+                                 "resnet18_8_devices", "resnet18_3_devices",
+                                 "lenet_1_device", "weight_not_initialized_on"]}
     assert set(required) == set(cases)
     for section, names in cases.items():
         rated = [workloads.work(section, case, OnlyThese.fromkeys(required[section], 10))
                  for case in names]
         assert all(r is not None for r in rated[:4])
+        if section.startswith("multi_gpu"):  # another model's case, or not an epoch's
+            assert rated[4:] == [None, None]
+
+
+def test_a_float32_figure_is_never_set_against_another_precisions_product():
+    """bfloat16 on an AMX CPU runs far above float32: as a float32 figure's ceiling it
+    would make every float32 share look small."""
+    ceilings = {"torch_mm_2048": 180.0, "torch_mm_bf16_2048": 900.0, "jax_dot_bf16_2048": 950.0,
+                "gpu0_torch_mm_4096": 50_000.0, "gpu0_torch_mm_tf32_4096": 400_000.0,
+                "gpu0_torch_mm_fp16_4096": 700_000.0, "gpu0_jax_dot_bf16_4096": 690_000.0}
+    for devices, best in (("cpu", ("torch_mm_2048", 180.0)),
+                          ("cpu:0,cpu:1", ("torch_mm_2048", 180.0)),
+                          ("cuda:0", ("gpu0_torch_mm_4096", 50_000.0))):
+        assert workloads.best_ceiling(
+            ceilings, workloads.ceiling_case("GFLOP", devices, "lenet_1_device")) == best
+
+
+def test_a_rate_on_two_gpus_is_set_against_both_gpus_ceilings_added():
+    ceilings = {"gpu0_torch_mm_4096": 50.0, "gpu0_dot_4096": 40.0, "gpu1_torch_mm_4096": 48.0,
+                "gpu1_jax_dot_4096": 49.0, "gpu1_torch_mm_bf16_4096": 700.0,
+                "gpu2_torch_mm_4096": 51.0, "torch_mm_4096": 2.0}
+    for devices in ("cuda:0,cuda:1", "gpu(0),gpu(1)"):
+        pattern = workloads.ceiling_case("GFLOP", devices, "resnet18_2_devices")
+        assert workloads.best_ceiling(ceilings, pattern) == (
+            "gpu0_torch_mm_4096 + gpu1_jax_dot_4096", 99.0)
+    # one GPU's ceiling missing: no sum, rather than half of one
+    assert workloads.best_ceiling({"gpu0_torch_mm_4096": 50.0},
+                                  workloads.ceiling_case("GFLOP", "cuda:0,cuda:1", "x")) is None
+    assert workloads.gpus_of("cuda:1,cuda:0,cuda:1") == ["1", "0"]
+
+
+def test_the_cpu_has_a_bfloat16_ceiling_where_it_has_a_bfloat16_unit():
+    assert workloads.cpu_precisions({"avx512f", "avx512_bf16"}) == ("fp32", "bf16")
+    assert workloads.cpu_precisions({"amx_tile", "amx_bf16"}) == ("fp32", "bf16")
+    assert workloads.cpu_precisions({"avx512f", "avx2"}) == ("fp32",)
+    assert workloads.product_case("torch", "mm", "fp32", 2048) == "torch_mm_2048"
+    assert workloads.product_case("torch", "mm", "bf16", 2048) == "torch_mm_bf16_2048"
+    assert workloads.product_case("gpu0_jax", "dot", "fp16", 4096) == "gpu0_jax_dot_fp16_4096"
+    assert [workloads.precision_of(c) for c in (
+        "torch_mm_2048", "torch_mm_bf16_2048", "gpu1_torch_mm_tf32_4096",
+        "gpu0_jax_dot_fp16_4096", "mxnet_dot_2000", "numpy_copy")] == [
+        "fp32", "bf16", "tf32", "fp16", "fp32", None]

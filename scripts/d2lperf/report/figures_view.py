@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from d2lperf import workloads
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.labels import Labels
 from d2lperf.report.values import Row, like_document, ratio
@@ -71,6 +72,9 @@ def cell_view(row: Row, cell: Row | None) -> Row:
     rate = None
     if cell.get("achieved"):
         rate = f"{cell['achieved']:.1f} {cell['achieved_unit']}"
+        images = workloads.examples_per_second(row["section"], row["case"], cell["achieved"])
+        if images:  # a training epoch: its images per second first
+            rate = f"{images:,.0f} images/s, {rate}"
         if cell.get("fraction_of_ceiling"):
             rate += f", {share_text(cell)}"
     return {"measured": True, "text": f"{value} {unit}".rstrip(), "notes": " · ".join(notes),
