@@ -55,7 +55,7 @@ def test_no_share_of_a_ceiling_exceeds_one_even_when_a_timing_beats_every_ceilin
 
 
 def test_the_gpu_ceiling_paths_run_on_a_cpu_stand_in(tmp_path, torch_python):
-    """The PyTorch ceilings' GPU code (mm in fp32, TF32, bf16; device and host copies) takes
+    """The PyTorch ceilings' GPU code (mm in fp32, TF32, bf16, fp16; device and host copies) takes
     any device: here the CPU stands in for a GPU."""
     program = f"""
 import argparse, json, sys
@@ -79,8 +79,10 @@ print(json.dumps({{"cases": sorted({{r["case"] for r in rec.rows if r["metric"] 
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["cases"] == ["gpu0_torch_copy", "gpu0_torch_device_to_host_pageable",
                             "gpu0_torch_host_to_device_pageable", "gpu0_torch_mm_64",
-                            "gpu0_torch_mm_bf16_64", "gpu0_torch_mm_tf32_64"]
+                            "gpu0_torch_mm_bf16_64", "gpu0_torch_mm_fp16_64",
+                            "gpu0_torch_mm_tf32_64"]
     assert "bf16" in got["kernels"]["gpu0_torch_mm_bf16_64"]
+    assert "fp16" in got["kernels"]["gpu0_torch_mm_fp16_64"]
 
 
 def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tmp_path):
@@ -159,3 +161,114 @@ def test_a_forced_kernel_variant_that_ran_is_set_against_this_runs_dot(tmp_path)
     assert forced_kernel_ratios(table, "box") == [
         "box--haswell-kernel: 70 GFLOP/s, 2.70× this run's mxnet_dot_4000"]
     assert forced_kernel_ratios(None, "box") == []
+
+
+CEILINGS_BODY = """
+import argparse, json, sys
+sys.path[:0] = [{scripts!r}, {sections!r}]
+import ceilings
+from d2lperf.results import Recorder
+rec = Recorder("ceilings", {framework!r}, 0)
+args = argparse.Namespace(dot_sizes=[64], copy_mb=1, warmup=1, repeats=2)
+{call}
+print(json.dumps({{"cases": sorted({{r["case"] for r in rec.rows if r["metric"] == "rate"}}),
+                  "kernels": rec.notes["kernels"], "notes": rec.notes}}))
+"""
+
+
+def ceilings_run(python, framework: str, call: str) -> dict:
+    import subprocess
+
+    program = CEILINGS_BODY.format(scripts=str(REPO / "scripts"), framework=framework,
+                                   sections=str(REPO / "scripts/sections" / framework),
+                                   call=call)
+    done = subprocess.run([str(python), "-c", program], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_cpu_ceilings_add_bfloat16_where_the_cpu_has_a_bfloat16_unit(torch_python,
+                                                                         jax_python):
+    """On a CPU with AVX512_BF16 or AMX (this build machine's Xeon has both) PyTorch's mm
+    and JAX's dot are measured in bfloat16 beside float32, each a ceiling of its own;
+    elsewhere the run record says why not."""
+    from d2lperf import machine, workloads
+
+    has_unit = "bf16" in workloads.cpu_precisions(machine.cpu_flags())
+    torch_got = ceilings_run(torch_python, "pytorch", "ceilings.body(args, rec)")
+    jax_got = ceilings_run(jax_python, "jax", "ceilings.body(args, rec)")
+    assert "torch_mm_64" in torch_got["cases"] and "jax_dot_64" in jax_got["cases"]
+    assert ("torch_mm_bf16_64" in torch_got["cases"]) == has_unit
+    assert ("jax_dot_bf16_64" in jax_got["cases"]) == has_unit
+    if has_unit:
+        assert torch_got["kernels"]["torch_mm_bf16_64"].startswith("torch mm (oneDNN")
+        assert "bf16" in jax_got["kernels"]["jax_dot_bf16_64"]
+    else:
+        assert "no bfloat16 unit" in torch_got["notes"]["cpu_bf16"]
+        assert "no bfloat16 unit" in jax_got["notes"]["cpu_bf16"]
+
+
+def test_the_jax_gpu_products_run_in_every_precision_on_a_cpu_stand_in(jax_python):
+    got = ceilings_run(jax_python, "jax", "import jax\n"
+                       "ceilings.dot_rates(rec, args, jax.devices('cpu')[0], 'gpu0_jax', "
+                       "ceilings.PRECISIONS)")
+    assert got["cases"] == ["gpu0_jax_dot_64", "gpu0_jax_dot_bf16_64", "gpu0_jax_dot_fp16_64"]
+    assert "fp16" in got["kernels"]["gpu0_jax_dot_fp16_64"]
+
+
+def test_every_products_label_names_its_precision_the_most_specific_row_winning():
+    from d2lperf.labels import Labels
+
+    labels = Labels.read(REPO / "report/labels.csv")
+    expected = {"torch_mm_2048": "PyTorch mm of two 2048×2048 float32 matrices",
+                "torch_mm_bf16_2048": "PyTorch mm of two 2048×2048 bfloat16 matrices",
+                "jax_dot_2048": "JAX dot of two 2048×2048 float32 matrices",
+                "jax_dot_bf16_2048": "JAX dot of two 2048×2048 bfloat16 matrices",
+                "mxnet_dot_2048": "MXNet dot of two 2048×2048 float32 matrices",
+                "numpy_dot_2048": "numpy dot of two 2048×2048 float32 matrices",
+                "gpu0_dot_4096": "MXNet dot of two 4096×4096 float32 matrices on a GPU",
+                "gpu1_torch_mm_4096": "PyTorch mm of two 4096×4096 float32 matrices on a GPU",
+                "gpu0_torch_mm_tf32_4096": "PyTorch mm of two 4096×4096 float32 matrices on "
+                                           "a GPU, TF32 products allowed",
+                "gpu0_torch_mm_bf16_4096": "PyTorch mm of two 4096×4096 bfloat16 matrices on "
+                                           "a GPU",
+                "gpu0_torch_mm_fp16_4096": "PyTorch mm of two 4096×4096 float16 matrices on "
+                                           "a GPU",
+                "gpu0_jax_dot_4096": "JAX dot of two 4096×4096 float32 matrices on a GPU",
+                "gpu0_jax_dot_bf16_4096": "JAX dot of two 4096×4096 bfloat16 matrices on a GPU",
+                "gpu0_jax_dot_fp16_4096": "JAX dot of two 4096×4096 float16 matrices on a GPU"}
+    for case, label in expected.items():
+        assert labels("ceilings", case, "rate") == f"{label}: rate", case
+        assert labels("ceilings", case, "time") == f"{label}: time", case
+    # the most specific pattern wins wherever it stands in the file
+    either = [{"section": "e", "case": "x_*", "metric": "rate", "label": "wide {suffix}"},
+              {"section": "e", "case": "x_bf16_*", "metric": "rate", "label": "bf16 {suffix}"}]
+    for rows in (either, either[::-1]):
+        assert Labels(rows)("e", "x_bf16_5", "rate") == "bf16 5"
+        assert Labels(rows)("e", "x_5", "rate") == "wide 5"
+
+
+def test_the_ceilings_text_sets_each_bfloat16_product_beside_float32():
+    """The CPU's float32 peak is a float32 share: a bfloat16 ceiling is set against the same
+    library's float32 product instead, and one slower than float32 says so."""
+    from d2lperf.report.provenance_view import ceilings_text
+
+    def rate(case, median):
+        return {"section": "ceilings", "metric": "rate", "unit": "GFLOP/s", "case": case,
+                "median": median}
+
+    summary = [rate("torch_mm_2048", 200.0), rate("torch_mm_bf16_2048", 1100.0),
+               rate("jax_dot_2048", 180.0), rate("jax_dot_bf16_2048", 9.0),
+               {**rate("torch_copy", 20.0), "unit": "GB/s"}]
+    runs = {("pytorch", "ceilings"): {"notes": {"kernels": {
+        "torch_mm_bf16_2048": "torch mm (oneDNN, ATen AVX512, bf16)"}}}}
+    machine = {"cpu": {"peak_float32": {"gflops_low": 166.0, "gflops_high": 332.0,
+                                        "how": "2 cores x 2.60 GHz"}}}
+    text = ceilings_text(summary, runs, machine)
+    assert ("torch_mm_bf16_2048 1100.0 GFLOP/s (torch mm (oneDNN, ATen AVX512, bf16), "
+            "5.50× float32 torch_mm_2048)") in text
+    assert ("jax_dot_bf16_2048 9.0 GFLOP/s (0.05× float32 jax_dot_2048: slower than "
+            "float32, not a bfloat16 unit's rate)") in text
+    assert "torch_mm_2048 200.0 GFLOP/s (60–120% of the CPU's peak)" in text
+    assert "torch_copy 20.0 GB/s;" in text  # a copy has no precision to set it beside

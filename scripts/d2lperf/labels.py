@@ -2,7 +2,9 @@
 
 The documents' own figures carry their labels in report/reference.csv; a case measured
 here beyond them (an A/A twin, a training loss, a PyTorch-only variant) is labelled by
-the first row of labels.csv that names it: an exact case before a pattern (``lenet_*``).
+the first row of labels.csv that names it: an exact case before a pattern (``lenet_*``),
+and a more specific pattern (more characters that are not ``*``) before a wider one, so
+``torch_mm_bf16_*`` labels ``torch_mm_bf16_2048`` wherever ``torch_mm_*`` stands.
 In a label, ``{suffix}`` is the case's last ``_`` part, ``{epoch}`` its epoch and
 ``{case}`` the case itself; a label with ``{epoch}`` fits per-epoch rows only.
 """
@@ -24,8 +26,10 @@ class Labels:
             if missing:
                 raise ValueError(f"labels row {number}: empty {', '.join(missing)}; "
                                  f"every row needs {', '.join(COLUMNS)}")
-        # exact names before patterns, each in file order
-        self.rows = sorted(rows, key=lambda r: "*" in r["case"])
+        # exact names before patterns, the most specific pattern first, else in file order
+        self.rows = sorted(rows, key=lambda r: ("*" in r["case"],
+                                                -len(r["case"].replace("*", ""))
+                                                if "*" in r["case"] else 0))
 
     @classmethod
     def read(cls, path: str | Path) -> Labels:

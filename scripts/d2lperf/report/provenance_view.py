@@ -146,9 +146,12 @@ def ceilings_text(summary: list[Row], runs: dict[tuple[str, str], Row] | None = 
                     and r["metric"] == "rate" and r["median"] is not None),
                    key=lambda r: (r["unit"], -r["median"]))
     parts = []
+    medians = {r["case"]: r["median"] for r in rates}
     for r in rates:
         notes = [kernels[r["case"]]] if r["case"] in kernels else []
-        if peak and r["unit"] == "GFLOP/s" and not r["case"].startswith("gpu"):
+        notes += beside_float32(r["case"], medians)
+        if (peak and r["unit"] == "GFLOP/s" and not r["case"].startswith("gpu")
+                and workloads.precision_of(r["case"]) == "fp32"):
             notes.append(f"{100 * r['median'] / peak['gflops_high']:.0f}–"
                          f"{100 * r['median'] / peak['gflops_low']:.0f}% of the CPU's peak")
         parts.append(f"{r['case']} {r['median']:.1f} {r['unit']}"
@@ -157,6 +160,22 @@ def ceilings_text(summary: list[Row], runs: dict[tuple[str, str], Row] | None = 
         parts.append(f"CPU peak {peak['gflops_low']:.0f}–{peak['gflops_high']:.0f} GFLOP/s "
                      f"float32: {peak['how']}")
     return "; ".join(parts) or "not measured"
+
+
+def beside_float32(case: str, medians: dict[str, float]) -> list[str]:
+    """A product in another precision (bfloat16, float16, TF32) beside the same library's
+    float32 product of the same size, measured in the same run: a bfloat16 unit's gain, or,
+    where it runs slower than float32, that it is not a bfloat16 unit's rate."""
+    precision = workloads.precision_of(case)
+    if precision in (None, "fp32"):  # a copy, or float32 itself
+        return []
+    float32 = case.replace(f"_{precision}_", "_", 1)
+    if not medians.get(float32):
+        return []
+    times = medians[case] / medians[float32]
+    slower = ": slower than float32, not a bfloat16 unit's rate" if (
+        times < 1 and precision == "bf16") else ""
+    return [f"{times:.2f}× float32 {float32}{slower}"]
 
 
 def forced_kernel_ratios(comparison_csv: Path | None, machine_id: str) -> list[str]:

@@ -3,10 +3,14 @@
 The machine's ceiling is the best of every library present, so the report never sets a
 timing against a rate another library beats. This twin of sections/mxnet/ceilings.py
 measures JAX's own:
-- float32 ``jnp.dot`` (GFLOP/s) on the CPU at the same sizes (XLA:CPU's kernel named);
+- float32 ``jnp.dot`` (GFLOP/s) on the CPU at the same sizes (XLA:CPU's kernel named),
+  and bfloat16 where the CPU has a bfloat16 unit (AVX512_BF16 or AMX), recorded whatever
+  XLA:CPU makes of it: the report sets it beside float32, so a bfloat16 product that
+  XLA:CPU runs slower than float32 (converted, not on the unit) reads as such;
 - the bandwidth (GB/s) of a large array copy on the CPU, counting bytes read and written
   (into one array, as MXNet's and PyTorch's: ``copy_step``);
-- on each GPU: ``jnp.dot`` in float32 and bfloat16, the device's own copy bandwidth, and
+- on each GPU: ``jnp.dot`` in float32, bfloat16 and float16 (each precision a ceiling of
+  its own: ``gpu0_jax_dot_fp16_4096``), the device's own copy bandwidth, and
   host-to-device and device-to-host copies (``device_put`` and ``numpy.asarray``: JAX
   takes pageable host memory).
 The GPU code takes any device, so the tests run it on the CPU. Every figure is a rate from
@@ -24,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 from d2lperf import arguments, harness, timing
 from d2lperf import jax as d2l
 from d2lperf.results import Recorder
-from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
+from d2lperf.workloads import FLOAT32_BYTES, cpu_precisions, dot_flops, product_case, record_rate
 
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 def dot_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
@@ -38,12 +42,11 @@ def dot_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
     kernel = "cuBLAS" if device.platform == "gpu" else d2l.blas_kernel()
     key = jax.device_put(d2l.seed(0), device)
     for precision in precisions:
-        dtype = jnp.bfloat16 if precision == "bf16" else jnp.float32
+        dtype = {"bf16": jnp.bfloat16, "fp16": jnp.float16}.get(precision, jnp.float32)
         for n in args.dot_sizes:
             a = jax.random.uniform(key, (n, n)).astype(dtype)
             b = jax.random.uniform(key, (n, n)).astype(dtype)
-            case = (f"{prefix}_dot_{n}" if precision == "fp32"
-                    else f"{prefix}_dot_{precision}_{n}")
+            case = product_case(prefix, "dot", precision, n)
             samples = timing.measure(lambda a=a, b=b: jnp.dot(a, b), d2l.sync,
                                      warmup=args.warmup, repeats=args.repeats)
             record_rate(rec, case, dot_flops(n), "GFLOP/s", samples, d2l.names([device]))
@@ -104,7 +107,10 @@ def copy_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
     cpu = d2l.devices("cpu", 1)[0]
-    dot_rates(rec, args, cpu, "jax")
+    dot_rates(rec, args, cpu, "jax", cpu_precisions())
+    if "bf16" not in cpu_precisions():
+        rec.notes["cpu_bf16"] = ("not measured: the CPU has no bfloat16 unit "
+                                 "(neither avx512_bf16 nor amx_bf16)")
     copy_rates(rec, args, cpu, "jax")
     count = d2l.gpu_count()
     for index, gpu in enumerate(d2l.devices("gpu", count) if count else []):

@@ -3,10 +3,13 @@
 The machine's ceiling is the best of every library present, so the report never sets a
 timing against a rate another library beats. This twin of sections/mxnet/ceilings.py
 measures PyTorch's own:
-- float32 ``torch.mm`` (GFLOP/s) on the CPU (MKL in the x86 wheels) at the same sizes;
+- float32 ``torch.mm`` (GFLOP/s) on the CPU (MKL in the x86 wheels) at the same sizes,
+  and bfloat16 where the CPU has a bfloat16 unit (AVX512_BF16 or AMX: oneDNN's kernels);
 - the bandwidth (GB/s) of a large tensor copy on the CPU, counting bytes read and written;
-- on each CUDA GPU: ``mm`` in float32, TF32 and bfloat16, the device's own copy
+- on each CUDA GPU: ``mm`` in float32, TF32, bfloat16 and float16, the device's own copy
   bandwidth, and host-to-device and device-to-host copies from pinned and pageable memory.
+Each precision is a ceiling of its own (``torch_mm_bf16_2048``): the chapter's float32
+timings are set against float32 products only.
 The GPU code takes any device, so the tests run it on the CPU. Every figure is a rate from
 a synchronised, warmed-up, repeated timing; each case names its library and kernel.
 """
@@ -22,33 +25,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2
 from d2lperf import arguments, harness, timing
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder
-from d2lperf.workloads import FLOAT32_BYTES, dot_flops, record_rate
+from d2lperf.workloads import FLOAT32_BYTES, cpu_precisions, dot_flops, product_case, record_rate
 
-PRECISIONS = ("fp32", "tf32", "bf16")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 
 def mm_rates(rec: Recorder, args: argparse.Namespace, device, prefix: str,
              precisions: tuple[str, ...] = ("fp32",)) -> None:
     """``mm`` of n x n for each size and precision; TF32 is float32 inputs with the
-    tensor cores' 10-bit products allowed, bf16 bfloat16 inputs."""
+    tensor cores' 10-bit products allowed, bf16 bfloat16 inputs, fp16 float16 inputs."""
     import torch
 
-    kernel = "cuBLAS" if device.type == "cuda" else (
-        f"{d2l.build_info().get('blas')}, ATen {torch.backends.cpu.get_cpu_capability()}")
+    capability = f"ATen {torch.backends.cpu.get_cpu_capability()}"
+    # On the CPU, ATen hands a bfloat16 product to oneDNN where the CPU has a bfloat16
+    # unit (its AMX or AVX512_BF16 kernels), a float32 one to the BLAS it was built with.
+    kernels = {"cuda": "cuBLAS"} if device.type == "cuda" else {
+        "fp32": f"{d2l.build_info().get('blas')}, {capability}",
+        "bf16": f"oneDNN, {capability}"}
     for precision in precisions:
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
         allowed = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
         try:
             for n in args.dot_sizes:
                 a = torch.rand(n, n, device=device).to(dtype)
                 b = torch.rand(n, n, device=device).to(dtype)
-                case = (f"{prefix}_mm_{n}" if precision == "fp32"
-                        else f"{prefix}_mm_{precision}_{n}")
+                case = product_case(prefix, "mm", precision, n)
                 samples = timing.measure(lambda a=a, b=b: torch.mm(a, b),
                                          lambda: d2l.sync(device),
                                          warmup=args.warmup, repeats=args.repeats)
                 record_rate(rec, case, dot_flops(n), "GFLOP/s", samples, str(device))
+                kernel = kernels.get(device.type) or kernels.get(precision, kernels["fp32"])
                 rec.notes.setdefault("kernels", {})[case] = f"torch mm ({kernel}, {precision})"
         finally:
             torch.backends.cuda.matmul.allow_tf32 = allowed
@@ -88,7 +95,10 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
     torch.manual_seed(0)
     cpu = torch.device("cpu")
-    mm_rates(rec, args, cpu, "torch")
+    mm_rates(rec, args, cpu, "torch", cpu_precisions())
+    if "bf16" not in cpu_precisions():
+        rec.notes["cpu_bf16"] = ("not measured: the CPU has no bfloat16 unit "
+                                 "(neither avx512_bf16 nor amx_bf16)")
     copy_rates(rec, args, cpu, "torch")
     for index in range(d2l.gpu_count()):
         gpu = torch.device("cuda", index)
