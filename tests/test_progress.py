@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 from conftest import REPO, measure
-from d2lperf import progress, training
+from d2lperf import hostlock, progress, training
 
 
 def test_a_line_goes_to_the_log_and_to_the_console_named(tmp_path):
@@ -65,7 +65,9 @@ def test_a_worker_the_manager_starts_says_its_lines_on_the_console_too(tmp_path)
     done = measure(sys.executable, script, "--csv", str(tmp_path / "s.csv"), "--sidecar",
                    str(tmp_path / "run.json"), "--probe-seconds", "0.01",
                    section="multi_gpu_scratch", framework="pytorch", pass_fds=(write,),
-                   env={**os.environ, progress.VARIABLE: str(write)}, timeout=120)
+                   env={**os.environ, progress.VARIABLE: str(write),
+                        # a lock of its own: a wait for another's would be said here too
+                        hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")}, timeout=120)
     os.close(write)
     with os.fdopen(read) as console:
         shown = console.read()

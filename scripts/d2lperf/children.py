@@ -9,7 +9,10 @@ folder is removed on return, exception, SIGTERM, SIGHUP or Ctrl-C, and, after a 
 by the next section that starts (its folder names the dead process). A section's manager
 asks for SIGTERM when its job's shell dies (``end_with_parent``): it then kills its
 workers' process groups (``kill_group``) and leaves without writing, and it checks that
-its parent is still there before it writes at all (``orphaned``).
+its parent is still there before it writes at all (``orphaned``). A run's Snakemake told
+to stop (SIGTERM) waits for its running jobs; it first sends them SIGTERM too
+(``stopping_children_first``), or a job waiting for a neighbour's timing would keep it
+waiting for as long as that timing lasts.
 
 Standard library only: the frameworks' environments import it.
 """
@@ -26,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,6 +94,36 @@ def kill_group(pid: int) -> None:
     before the child is reaped, so that the group's id is still the child's."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (its children, theirs, ...), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        below = parents.get(queue.pop(), [])
+        found += below
+        queue += below
+    return found
+
+
+def stopping_children_first(handler):
+    """A SIGTERM handler for a run's Snakemake: SIGTERM to every process below it (its
+    jobs: a section then keeps its previous results; a job waiting for the host's lock
+    stops waiting), then ``handler``, Snakemake's own, which waits for the running jobs to
+    finish, and so no longer for ever. Snakemake's handler takes locks that the main
+    thread may hold when the signal comes, so it runs in a thread of its own."""
+    def on_term(signum, frame):
+        for pid in descendants(os.getpid()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        if callable(handler):
+            threading.Thread(target=handler, args=(signum, frame), daemon=True).start()
+    return on_term
 
 
 def _exit_on(signum, frame):

@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -7,7 +8,7 @@ from snakemake.settings.types import DeploymentMethod
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 
 from d2lperf import sections as SECTION_TABLE
-from d2lperf import hostlock
+from d2lperf import children, hostlock
 
 # A job that Snakemake runs in a process of its own (a `run:` rule's: this file is read
 # again there, the frameworks' interpreters asked and all) holds the host's timing lock
@@ -87,12 +88,19 @@ for folder in sorted({RESULTS, f"results/{MACHINE}"}):
 # "One timing at a time per host; nothing outlives its section"). Snakemake calls onstart
 # only in a run that executes jobs: not in a dry run, --lint, --unlock, a run with nothing
 # to do, nor in a job's own Snakemake (--no-hooks), so no job waits for its own run's lock.
+# Told to stop (SIGTERM: `timeout`, a scheduler), Snakemake 9 waits for its running jobs,
+# and a job waiting for a neighbour's timing would wait as long as that lasts: its jobs
+# get SIGTERM first (d2lperf.children.stopping_children_first).
 onstart:
     try:
         hostlock.check()
         hostlock.hold_run(os.getcwd())
     except hostlock.LockError as error:
         raise WorkflowError(f"Refused:\n{error}") from None
+    signal.signal(
+        signal.SIGTERM,
+        children.stopping_children_first(signal.getsignal(signal.SIGTERM)),
+    )
 
 
 def other_machines():
