@@ -241,7 +241,8 @@ def test_an_accuracy_outside_0_to_1_is_refused(tmp_path, value, message):
     folder.mkdir(parents=True)
     (folder / "samples.csv").write_text(HEADER + ACCURACY.format(value=value))
     (folder / "run.json").write_text(json.dumps(
-        {"section": "multi_gpu_scratch", "framework": "mxnet", "status": "ok"}))
+        {"section": "multi_gpu_scratch", "framework": "mxnet", "status": "ok",
+         "parameters": {"train_limit": None}}))  # what an epoch's rate counts
     assert refusal(folder / "run.json") == f"{folder / 'samples.csv'}: {message}"
 
 

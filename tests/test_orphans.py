@@ -124,7 +124,7 @@ def test_a_hung_interpreter_check_leaves_nothing_running(tmp_path):
 
 def test_the_make_envs_advice_is_a_sentence():
     said = frameworks.problem("pytorch", "/nonexistent/python")
-    assert "or run `make envs` (it builds .venv-torch)" in said
+    assert "or run `make envs FRAMEWORKS=pytorch` (it builds .venv-torch)" in said
 
 
 MEMORY_PARENT = textwrap.dedent('''\

@@ -93,8 +93,8 @@ def test_no_page_is_an_archives_own_and_no_plot_either(site):
         page = (folder / "report.html").read_text(encoding="utf-8")
         assert PLANTED not in page, folder.name
         assert page.count("<script") == REPORT_SCRIPTS
-        assert page.startswith("<!DOCTYPE html>") and "<title>Computational Performance," \
-            in page
+        assert page.lower().startswith("<!doctype html>")
+        assert "<title>Computational Performance," in page
         plots = [base64.b64decode(p).decode() for p in DATA_URI.findall(page)]
         assert plots and all("<script" not in p and PLANTED not in p for p in plots)
     assert "<script" in (results / PLANTED_ID / "report.html").read_text(encoding="utf-8")
@@ -120,13 +120,13 @@ def test_the_index_lists_every_claim_the_reports_do(site):
              for f in out.iterdir() if f.is_dir()]
     assert all(sorted(p) == sorted(index) for p in pages), (index, pages)
     assert len(index) == 11
-    assert "the documents' printed outputs are reproduced" in " ".join(index)
+    assert "printed outputs reproduced" in index and "LeNet accuracy as documented" in index
 
 
 def test_the_index_colours_every_verdict_the_report_words(site):
     out, _, _ = site
     page = (out / "index.html").read_text(encoding="utf-8")
-    shown = set(re.findall(r'<td [^>]*class="([a-z-]+)"', page))
+    shown = set(re.findall(r'<td [^>]*class="([a-z-]+)"', page)) - {"num"}  # figures' cells
     assert shown and shown <= {v.replace(" ", "-") for v in VERDICT_RANK}
 
 

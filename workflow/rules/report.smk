@@ -50,7 +50,7 @@ rule summarise:
     message:
         "Summarising every sample into tables and deciding the claims"
     shell:
-        STEP + " --step summarise --"
+        f"{STEP} --step summarise --"
         " {params.py:q} {input.script:q} --runs {input.runs:q} --reference {input.reference:q}"
         " --labels {input.labels:q} --schema {input.schema:q} --summary {output.summary:q}"
         " --outputs {output.outputs:q} --verdicts {output.verdicts:q} --band {params.band:q}"
@@ -79,7 +79,7 @@ rule plots:
     message:
         "Drawing a plot per section"
     shell:
-        STEP + " --step plots --"
+        f"{STEP} --step plots --"
         " {params.py:q} {input.script:q} --summary {input.summary:q}"
         " --samples {input.samples:q} --labels {input.labels:q} --out {output:q}"
 
@@ -107,7 +107,7 @@ rule compare:
     message:
         f"Comparing this machine with {len(OTHER_MACHINES)} other(s): {', '.join(OTHER_MACHINES)}"
     shell:
-        STEP + " --step compare --"
+        f"{STEP} --step compare --"
         " {params.py:q} {input.script:q} --summaries {input.summaries:q}"
         " --verdicts {input.verdicts:q} --baseline {params.baseline:q}"
         " --table {output.table:q} --verdicts-table {output.verdicts:q}"
@@ -169,7 +169,7 @@ rule report:
     message:
         f"Writing the report, {RESULTS}/report.html"
     shell:
-        STEP + " --step report --"
+        f"{STEP} --step report --"
         " {params.py:q} {input.script:q} --machine {input.machine:q}"
         " --summary {input.summary:q} --outputs {input.outputs:q}"
         " --verdicts {input.verdicts:q} --runs {input.runs:q} --plots {input.plots:q}"

@@ -92,12 +92,15 @@ for section, framework in JOBS:
             timing_message(section, framework)
         # A failed script still leaves a run record the report shows, with its log; an
         # interrupted one (Ctrl-C, SIGTERM) fails the job and keeps the previous results.
+        # The log is capped (d2lperf.logcap: head and tail kept, the cut said); Snakemake's
+        # pipefail keeps the manager's exit status for record_failure.
         shell:
             "env {params.environment:q} D2LPERF_PROGRESS_FD=3"
             " {params.manager_py:q} scripts/measure.py --section {params.section:q}"
             " --framework {params.framework:q} --python {params.py:q}"
             " --script {input.script:q} {params.args:q}"
-            " --csv {output.csv:q} --sidecar {output.sidecar:q} 3>&2 > {log:q} 2>&1"
+            " --csv {output.csv:q} --sidecar {output.sidecar:q} 3>&2 2>&1"
+            " | {params.workflow_py:q} scripts/d2lperf/logcap.py {log:q}"
             " || {params.workflow_py:q} scripts/record_failure.py"
             " --section {params.section:q} --framework {params.framework:q}"
             " --exit-code $? --log {log:q}"
