@@ -42,8 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
-from d2lperf import devices as device_options
-from d2lperf import harness, timing
+{devices}from d2lperf import harness, timing
 from d2lperf import {module} as d2l
 from d2lperf.results import Recorder, report
 
@@ -141,8 +140,9 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
     shutil.copytree(results, work / "results" / CI_MACHINE, copy_function=shutil.copy)
     for framework, (module, make, options) in MAKE.items():
         script = work / "scripts/sections" / framework / f"{NAME}.py"
+        devices = "from d2lperf import devices as device_options\n" if options else ""
         script.write_text(SCRIPT.format(framework=framework, module=module, name=NAME,
-                                        make=make, options=options),
+                                        make=make, options=options, devices=devices),
                           encoding="utf-8")
     register(work)
     assert touched(work) == ["config/config.yaml", "scripts/d2lperf/sections.py",

@@ -14,6 +14,7 @@ Standard library only: the Snakefile reads it.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import json
@@ -64,7 +65,23 @@ def age_failed(logs: Iterable[str | Path]) -> list[str]:
             with contextlib.suppress(OSError):
                 os.utime(output, (FAILED_MTIME, FAILED_MTIME), follow_symlinks=False)
                 aged.append(str(output))
+            forget(output)
     return aged
+
+
+# Snakemake's record of the job that last wrote an output (Snakemake 9's layout, pinned in
+# envs/workflow.lock.txt: .snakemake/metadata/<the path, URL-safe base64>). It keeps the
+# checksums of that job's small inputs, and an input whose checksum matches is not taken as
+# changed, however new: a failed step's record holds the very inputs it failed on, so the
+# next run, seeing the same ones, would skip it. tests/test_faults.py fails if this changes.
+METADATA = Path(".snakemake/metadata")
+
+
+def forget(output: str | Path) -> None:
+    """Remove Snakemake's record of the job that wrote ``output`` (none is fine)."""
+    name = base64.urlsafe_b64encode(str(output).encode()).decode()
+    with contextlib.suppress(OSError):
+        (METADATA / name).unlink()
 
 
 def cannot_write(path: str | Path, error: OSError) -> str:
