@@ -546,7 +546,7 @@ def test_the_report_says_how_many_processes_ran_when_the_budget_cut_the_first_st
     line = run_line({"status": "ok", "wall_seconds": 180.0, "processes": processes,
                      "parameters": {"repeats": 10, "processes": 8, "warmup": 1},
                      "stages": record})
-    assert "10 shuffled rounds × 3 process(es) (8 planned first) after 1 warm-up" \
+    assert "10 balanced rounds × 3 process(es) (8 planned first) after 1 warm-up" \
         in line["method"]
     assert "stopped: budget spent (180 s spent after 3 of its 8 processes of stage 1" \
         in line["method"]

@@ -45,6 +45,6 @@ rule archive:
     message:
         f"Archiving this machine's results: archives/{RESULTS_ID}.tar.gz"
     shell:
-        f"{STEP} --step archive --"
+        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step archive --"
         " {params.py:q} {input.script:q} --results {params.results:q}"
         " --schema {input.schema:q} --extra {params.extra:q} --out {output:q}"

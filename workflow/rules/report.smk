@@ -14,8 +14,6 @@
 from d2lperf import steps as STEPS
 
 TABLES_CAPTION = "../../report/captions/tables.rst"
-# The start of an aggregate step's shell line: the wrapper, then "--step <name> -- <command>"
-STEP = "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q}"
 
 
 rule summarise:
@@ -50,7 +48,7 @@ rule summarise:
     message:
         "Summarising every sample into tables and deciding the claims"
     shell:
-        f"{STEP} --step summarise --"
+        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step summarise --"
         " {params.py:q} {input.script:q} --runs {input.runs:q} --reference {input.reference:q}"
         " --labels {input.labels:q} --schema {input.schema:q} --summary {output.summary:q}"
         " --outputs {output.outputs:q} --verdicts {output.verdicts:q} --band {params.band:q}"
@@ -79,7 +77,7 @@ rule plots:
     message:
         "Drawing a plot per section"
     shell:
-        f"{STEP} --step plots --"
+        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step plots --"
         " {params.py:q} {input.script:q} --summary {input.summary:q}"
         " --samples {input.samples:q} --labels {input.labels:q} --out {output:q}"
 
@@ -107,7 +105,7 @@ rule compare:
     message:
         f"Comparing this machine with {len(OTHER_MACHINES)} other(s): {', '.join(OTHER_MACHINES)}"
     shell:
-        f"{STEP} --step compare --"
+        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step compare --"
         " {params.py:q} {input.script:q} --summaries {input.summaries:q}"
         " --verdicts {input.verdicts:q} --baseline {params.baseline:q}"
         " --table {output.table:q} --verdicts-table {output.verdicts:q}"
@@ -169,7 +167,7 @@ rule report:
     message:
         f"Writing the report, {RESULTS}/report.html"
     shell:
-        f"{STEP} --step report --"
+        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step report --"
         " {params.py:q} {input.script:q} --machine {input.machine:q}"
         " --summary {input.summary:q} --outputs {input.outputs:q}"
         " --verdicts {input.verdicts:q} --runs {input.runs:q} --plots {input.plots:q}"
