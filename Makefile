@@ -14,20 +14,27 @@ AXE := tests/.axe
 ## report: set everything up, run the pipeline, print where the report is
 ## (the archives kept under report/machines/, such as a GPU check's, are compared too)
 report: setup
-	$(VENV)/bin/python scripts/import_results.py --kept report/machines
+	$(VENV)/bin/d2lperf import --kept report/machines
 	$(SNAKEMAKE) --cores $(CORES)
 
 ## site: one page for every machine measured, site/index.html (each machine's report beside
 ## it); the machines kept under report/machines/ are imported first, as `make report` does
 site: $(VENV)/.installed
-	$(VENV)/bin/python scripts/import_results.py --kept report/machines
-	$(VENV)/bin/python scripts/site.py --results results --out site
+	$(VENV)/bin/d2lperf import --kept report/machines
+	$(VENV)/bin/d2lperf site --results results --out site
 
 ## test: set up what the tests need, then run every test
 test: all-envs data browser blas slurm
 	$(VENV)/bin/pytest
 
 setup: envs data
+
+# The package and its command (pyproject.toml: d2lperf, its code in scripts/d2lperf) go into
+# every environment, editable: `d2lperf ...` runs this tree's code, and so does a section
+# script run by hand in its framework's environment. Before any environment exists (to
+# choose MXNet's build), the system's Python runs it from the tree.
+INSTALL_D2LPERF = bin/pip install --quiet --disable-pip-version-check --no-deps -e .
+D2LPERF_HERE := PYTHONPATH=scripts $(PYTHON) -m d2lperf
 
 # The environments of the frameworks the config runs (config/config.yaml's `frameworks`;
 # JAX's, 0.75 GB, only where it is listed), or of those named: `make envs FRAMEWORKS=jax`.
@@ -49,25 +56,27 @@ all-envs: $(VENV)/.installed
 framework-envs: $(addsuffix /.installed,$(call venvs,$(FRAMEWORKS)))
 
 # The workflow environment: Snakemake, pandas, matplotlib, jinja2, pytest (modern numpy).
-$(VENV)/.installed: envs/workflow.lock.txt
+$(VENV)/.installed: envs/workflow.lock.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $<
+	$(VENV)/$(INSTALL_D2LPERF)
 	touch $@
 
 # The MXNet environment: MXNet 1.9.1, which needs numpy < 1.24 (docs/design.md,
 # "One environment per framework").
-# scripts/mxnet_build.py picks the build and says why in one line: where MXNet has kernels
+# `d2lperf mxnet-build` picks the build and says why in one line: where MXNet has kernels
 # for a GPU here (compute capability 5.0-8.9, read from nvidia-smi), its CUDA 11.7 build
 # with CUDA 11's libraries from PyPI (envs/mxnet-cu117.lock.txt), linked beside
 # libmxnet.so; else (9.0 and later, or no driver) the CPU build. Override with
 # `make MXNET_BUILD=mxnet ...` (auto, mxnet, mxnet-cu112, mxnet-cu117); each run records
 # which build ran.
 MXNET_BUILD ?= auto
-$(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt
+$(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt pyproject.toml
 	$(PYTHON) -m venv $(MXVENV)
-	$(PYTHON) scripts/mxnet_build.py requirements --build '$(MXNET_BUILD)' --out $(MXVENV)/requirements.txt
+	$(D2LPERF_HERE) mxnet-build requirements --build '$(MXNET_BUILD)' --out $(MXVENV)/requirements.txt
 	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check -r $(MXVENV)/requirements.txt
-	$(PYTHON) scripts/mxnet_build.py link-cuda-libs --venv $(MXVENV)
+	$(MXVENV)/$(INSTALL_D2LPERF)
+	$(D2LPERF_HERE) mxnet-build link-cuda-libs --venv $(MXVENV)
 	@scripts/install_packages.sh "the libgfortran.so.3 inside MXNet's wheels" libquadmath0
 	sed -n 's/^\(mxnet[-a-z0-9]*\)==.*/\1/p' $(MXVENV)/requirements.txt > $@
 
@@ -79,20 +88,22 @@ $(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt
 # `make TORCH_BUILD=cpu ...`; each run records which build ran (run.json: torch).
 TORCH_BUILD ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
-$(TVENV)/.installed: envs/torch.lock.txt
+$(TVENV)/.installed: envs/torch.lock.txt pyproject.toml
 	$(PYTHON) -m venv $(TVENV)
 	sed '$(if $(filter cpu,$(TORCH_BUILD)),s/^torch==\(.*\)$$/torch==\1+cpu/)' $< > $(TVENV)/requirements.txt
 	$(TVENV)/bin/pip install --quiet --disable-pip-version-check -r $(TVENV)/requirements.txt \
 	  || { [ $(TORCH_BUILD) = cpu ] && $(TVENV)/bin/pip install --quiet \
 	       --disable-pip-version-check --extra-index-url $(TORCH_CPU_INDEX) \
 	       -r $(TVENV)/requirements.txt; }
+	$(TVENV)/$(INSTALL_D2LPERF)
 	echo $(TORCH_BUILD) > $@
 
 # A framework's environment from its lock alone (JAX's: jax and jaxlib's CPU build, flax,
 # optax); envs/<name>.lock.txt for .venv-<name>.
-.venv-%/.installed: envs/%.lock.txt
+.venv-%/.installed: envs/%.lock.txt pyproject.toml
 	$(PYTHON) -m venv .venv-$*
 	.venv-$*/bin/pip install --quiet --disable-pip-version-check -r $<
+	.venv-$*/$(INSTALL_D2LPERF)
 	touch $@
 
 ## data: Fashion-MNIST from Debian's package where possible (the training sections need it)
@@ -153,7 +164,8 @@ lock-torch: all-envs
 # The commit before side-by-side measurement (docs/design.md, "Measured side by side") and
 # PyTorch: bench prints its run time beside this tree's. The verdicts' stability runs twice:
 # quiet, then with one core kept busy by a bounded spin the bench starts and stops; both
-# printed side by side. Then every BLAS's kernel and rate beside the machine's ceilings.
+# printed side by side. Then every BLAS's kernel and rate beside the machine's ceilings, and
+# how far LeNet's accuracy moves from seed to seed in each framework.
 # Each benchmark's printed figures replace its part of docs/measurements.md (bench/record.py).
 BENCH_BASELINE ?= 8a3f68d
 BENCH := $(VENV)/bin/python bench/record.py
@@ -162,6 +174,7 @@ bench: all-envs
 	$(BENCH) frameworks_cost bench/frameworks_cost.py
 	$(BENCH) verdict_stability bench/verdict_stability.py --runs 3 --modes quiet busy
 	$(BENCH) blas_kernels bench/blas_kernels.py
+	$(BENCH) accuracy_spread bench/accuracy_spread.py --seeds 5
 
 clean:
 	rm -rf $(VENV) $(FRAMEWORK_VENVS) $(AXE) .snakemake

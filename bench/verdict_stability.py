@@ -65,7 +65,7 @@ def run_section(section: str, framework: str, python: Path, options: dict,
     extra = {"export_dir": out / "model"} if section == "hybridize" else {}
     # measured as its rule measures it: the manager (this, the workflow's interpreter)
     # running the section's worker in its framework's
-    command = [sys.executable, str(REPO / "scripts/measure.py"), "--section", section,
+    command = [sys.executable, "-m", "d2lperf", "measure", "--section", section,
                "--framework", framework, "--python", str(python), "--script", str(script),
                *cli_args({**options, **extra}),
                "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json")]

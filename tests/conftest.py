@@ -22,6 +22,9 @@ WORKFLOW_PYTHON = Path(sys.executable)
 SNAKEMAKE = WORKFLOW_PYTHON.parent / "snakemake"
 # The MXNet environment that `make test` creates; another one can be named.
 EXPERIMENT_PYTHON = Path(os.environ.get("EXPERIMENT_PYTHON", REPO / ".venv-mxnet/bin/python"))
+# Every program a test starts imports this tree's d2lperf, whatever an environment installed.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(REPO / "scripts"), os.environ.get("PYTHONPATH")]))
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".venv-*", "results", ".snakemake", "__pycache__",
     ".pytest_cache", ".ruff_cache", "artifacts", "gpu-check-kit", ".gpu-check", "archives",
@@ -112,9 +115,19 @@ def a_job_started(output: str) -> bool:
 
 def run_script(python: Path, script: str, *args: str, timeout: int = 600,
                env: dict[str, str] | None = None):
+    """A section's script (``sections/<framework>/<name>.py``, under scripts/) run by hand."""
     return subprocess.run(
         [str(python), str(REPO / "scripts" / script), *args],
         capture_output=True, text=True, timeout=timeout, env=env,
+    )
+
+
+def run_command(python: Path, command: str, *args: str, timeout: int = 600,
+                env: dict[str, str] | None = None, **popen):
+    """``d2lperf COMMAND ARGS`` run with ``python`` (``python -m d2lperf``)."""
+    return subprocess.run(
+        [str(python), "-m", "d2lperf", command, *args],
+        capture_output=True, text=True, timeout=timeout, env=env, **popen,
     )
 
 
@@ -132,11 +145,11 @@ def run_program(python: Path, *parts: str, env: dict[str, str] | None = None,
 def crashing_python(folder: Path, module: str, message: str | None = None) -> Path:
     """An interpreter that passes the check before a run (it answers the framework's
     version) and fails as each section starts, printing ``message`` (by default what a
-    Python without the framework says); machine_info it runs with the workflow's Python."""
+    Python without the framework says); machine-info it runs with the workflow's Python."""
     message = message or f"ModuleNotFoundError: No module named '{module}'"
     path = folder / f"python-without-{module}"
     path.write_text("#!/bin/sh\n"
-                    'case "$1" in -c) echo 99.0; exit 0;; *machine_info.py)'
+                    'case "$*" in -c*) echo 99.0; exit 0;; "-m d2lperf machine-info"*)'
                     f' exec {WORKFLOW_PYTHON} "$@";; esac\n'
                     f"echo {shlex.quote(message)} >&2\nexit 1\n")
     path.chmod(0o755)
@@ -195,12 +208,12 @@ def run_section(python: Path, script: str, out: Path, *args: str, timeout: int =
 def measure(python: Path, script: Path | str, *args: str, section: str | None = None,
             framework: str | None = None, timeout: int = 600,
             env: dict[str, str] | None = None, **popen) -> subprocess.CompletedProcess:
-    """A section measured as its rule measures it: the manager (scripts/measure.py, in this,
+    """A section measured as its rule measures it: the manager (`d2lperf measure`, in this,
     the workflow's interpreter) running the worker ``script`` (under scripts/, or a path)
     with ``python``; its section and framework from the script's path
     (``sections/<framework>/<section>.py``) unless given."""
     path = Path(script) if Path(script).is_absolute() else REPO / "scripts" / script
-    command = [sys.executable, str(REPO / "scripts/measure.py"),
+    command = [sys.executable, "-m", "d2lperf", "measure",
                "--section", section or path.stem, "--framework", framework or path.parent.name,
                "--python", str(python), "--script", str(path), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,

@@ -72,9 +72,6 @@ toy's MLP is linear)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
 from d2lperf import harness, symbolic, timing
 from d2lperf import toy as d2l

@@ -38,9 +38,6 @@ SCRIPT = '''\
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
 {devices}from d2lperf import harness, timing
 from d2lperf import {module} as d2l
@@ -195,7 +192,7 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
 VIEW = """
 import json, sys
 sys.path.insert(0, "scripts")
-import render_report
+from d2lperf.commands import render_report
 print(json.dumps(render_report.view(render_report.parser().parse_args(sys.argv[1:])),
                  default=str))
 """

@@ -314,7 +314,7 @@ def test_a_bad_kept_archive_is_refused_by_name_and_the_others_go_on(tmp_path, ca
     (tmp_path / "bad-member").mkdir()
     name, reason = bad_kept(tmp_path, case, good.parent)
     done = subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), "--kept",
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "import", "--kept",
          "report/machines", "--results", "results", "--local-id", "this-box"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -362,7 +362,7 @@ def test_the_derived_id_is_a_local_id_by_default(tmp_path):
     local = machine_id()
     kept(tmp_path, local)
     done = subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), "--kept",
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "import", "--kept",
          "report/machines", "--results", "results"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -380,7 +380,7 @@ def test_make_report_imports_the_kept_archives_before_snakemake_runs():
                          timeout=120)
     lines = dry.stdout.splitlines()
     kept_line = next(i for i, line in enumerate(lines)
-                     if "import_results.py --kept report/machines" in line)
+                     if "d2lperf import --kept report/machines" in line)
     snakemake_line = next(i for i, line in enumerate(lines) if "snakemake --cores" in line)
     assert kept_line < snakemake_line
 
@@ -401,7 +401,7 @@ def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_pyth
     # this checkout's own results: copied now, so newer than its scripts
     shutil.copytree(results, fresh / "results" / CI_MACHINE, copy_function=shutil.copy)
     imported = subprocess.run(
-        [str(WORKFLOW_PYTHON), "scripts/import_results.py", str(made), "--as", "second-box"],
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "import", str(made), "--as", "second-box"],
         cwd=fresh, capture_output=True, text=True)
     assert imported.returncode == 0, imported.stderr
     assert "imported as" in imported.stdout
@@ -410,7 +410,7 @@ def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_pyth
     (fresh / "report/machines").mkdir(parents=True, exist_ok=True)
     (fresh / "report/machines/broken-box.tar.gz").write_bytes(first[: len(first) // 2])
     kept_import = subprocess.run(
-        [str(WORKFLOW_PYTHON), "scripts/import_results.py", "--kept", "report/machines"],
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "import", "--kept", "report/machines"],
         cwd=fresh, capture_output=True, text=True, timeout=300)
     assert kept_import.returncode == 0, kept_import.stderr
     assert "report/machines/broken-box.tar.gz: refused: truncated" in kept_import.stderr
@@ -427,7 +427,7 @@ def test_archive_import_and_compare_end_to_end(ci_run, tmp_path, experiment_pyth
 
 def test_the_configured_machine_id_is_a_local_id_too(tmp_path):
     sys.path.insert(0, str(REPO / "scripts"))
-    import import_results
+    from d2lperf.commands import import_results
 
     config = tmp_path / "config.yaml"
     config.write_text("machine: my-box\n")
@@ -445,7 +445,7 @@ def test_every_reference_machine_kept_here_imports_as_any_archive_would(tmp_path
     assert shipped, "no reference machine is kept"
     assert all(p.stat().st_size <= 3 * 2**20 for p in shipped), shipped
     done = subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), "--kept",
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "import", "--kept",
          str(REPO / "report/machines"), "--results", "results", "--local-id", "this-box"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "refused" not in done.stderr, done.stderr
@@ -457,11 +457,11 @@ def test_every_reference_machine_kept_here_imports_as_any_archive_would(tmp_path
 
 
 def archive_results(tmp_path, results: Path) -> subprocess.CompletedProcess:
-    """scripts/archive_results.py as the rule runs it, with a host lock of the test's own."""
+    """d2lperf archive as the rule runs it, with a host lock of the test's own."""
     from d2lperf import hostlock
 
     return subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/archive_results.py"), "--results",
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "archive", "--results",
          str(results), "--schema", str(SCHEMA), "--out", str(tmp_path / "out.tar.gz")],
         capture_output=True, text=True, timeout=300,
         env={**os.environ, hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")})

@@ -121,7 +121,7 @@ def test_make_bench_writes_what_each_benchmark_printed_into_the_measurements_fil
 
 
 def test_the_recorder_runs_only_scripts_in_bench(tmp_path):
-    for command in (("x", "scripts/summarise.py"), ("x", "/bin/true"),
+    for command in (("x", "scripts/sections/mxnet/hybridize.py"), ("x", "/bin/true"),
                     ("Bad Name", "bench/record.py")):
         done = record(tmp_path / "m.md", *command, timeout=60)
         assert done.returncode == 2 and "bench/record.py: " in done.stderr, done.stderr
@@ -143,3 +143,18 @@ def test_frameworks_cost_prints_both_runs_and_their_ratio():
     assert "auto_parallelism_jax " in lines[4]
     assert re.fullmatch(r"end to end: mxnet \d+ s; mxnet, jax from nothing at most \d+ s = "
                         r"\d\.\d\dx \(jax add \d+ s\)", lines[-1]), lines[-1]
+
+
+def test_the_accuracy_spread_trains_each_seed_and_prints_the_spread():
+    """A tiny run of the seed-to-seed bench: two seeds of PyTorch's LeNet, one epoch on 256
+    images, each run's accuracy printed, then the spread beside the claims' margin."""
+    done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "bench/accuracy_spread.py"),
+                           "--seeds", "2", "--frameworks", "pytorch", "--epochs", "1",
+                           "--train-limit", "256"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[1:3]] == ["pytorch seed 0", "pytorch seed 1"]
+    assert lines[3].startswith("pytorch: after epoch 1: lowest ")
+    from d2lperf.claims import ACCURACY_MARGIN
+
+    assert f"over 2 seeds (the claims' margin: {ACCURACY_MARGIN})" in lines[3]

@@ -10,7 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import CI_CONFIG, CI_MACHINE, SNAKEMAKE, copy_workflow, run_script, snakemake
+from conftest import (
+    CI_CONFIG,
+    CI_MACHINE,
+    SNAKEMAKE,
+    copy_workflow,
+    run_command,
+    run_script,
+    snakemake,
+)
 from d2lperf.blas import BlasError, check_is_blas, find_system_blas
 
 DEBIAN_OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0")
@@ -74,7 +82,7 @@ def test_variant_is_kept_apart_and_matches_stock_numerics(ci_run, experiment_pyt
 
 def test_a_blas_that_computes_something_else_is_refused(tmp_path, experiment_python):
     reference = tmp_path / "reference.npz"
-    made = run_script(experiment_python, "blas_reference.py", "--out", str(reference))
+    made = run_command(experiment_python, "blas-reference", "--out", str(reference))
     assert made.returncode == 0, made.stderr
     stored = np.load(reference)
     wrong = tmp_path / "wrong.npz"

@@ -4,9 +4,9 @@ import json
 
 import pandas as pd
 import pytest
-from summarise import add_rates
 
 from conftest import REPO
+from d2lperf.commands.summarise import add_rates
 
 RUNS = {"mxnet": {"async_computation": {"parameters": {"size": 2000}},
                   "ceilings": {"notes": {"kernels": {
@@ -86,9 +86,9 @@ print(json.dumps({{"cases": sorted({{r["case"] for r in rec.rows if r["metric"] 
 
 
 def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tmp_path):
-    import render_report
     from test_render import SUMMARY_COLUMNS, figure, run_record, tables, write_csv
 
+    from d2lperf.commands import render_report
     from d2lperf.report.values import records
 
     args = tables(tmp_path)
@@ -118,13 +118,15 @@ def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tm
                                                     "async_computation", "pytorch", "ok",
                                                     parameters={"size": 2000})]
     page = render_report.render(args)
-    first_screen = page.split('id="claims"')[0]
+    # among the facts right under the claims, first of the notices
+    facts = page.split('<dl class="facts after">')[1].split("</dl>")[0]
     assert ("OpenBLAS 0.3.13 runs its Prescott kernel (128-bit) on this 512-bit AVX-512 CPU: "
             "MXNet&#39;s dot reaches 29 GFLOP/s, 14% of the machine&#39;s best (torch mm (mkl), "
-            "208 GFLOP/s); fix: --config blas_coretype=&lt;kernel&gt;") in first_screen
+            "208 GFLOP/s); fix: --config blas_coretype=&lt;kernel&gt;") in facts
     assert ("96% of the machine&#39;s best, torch_mm_4000 (torch mm (mkl)), at the limit"
             in page)
-    assert "torch_mm_4000 208.0 GFLOP/s (torch mm (mkl), 63–125% of the CPU&#39;s peak)" in page
+    assert ("torch_mm_4000 208.0 GFLOP/s (torch mm (mkl), 63–125% of the CPU&#39;s float32 peak, "
+            "2 or 1 FMA units a core)") in page
 
 
 def test_the_kernels_bench_prints_stock_and_forced_kernels_beside_the_ceilings():
@@ -270,5 +272,6 @@ def test_the_ceilings_text_sets_each_bfloat16_product_beside_float32():
             "5.50× float32 torch_mm_2048)") in text
     assert ("jax_dot_bf16_2048 9.0 GFLOP/s (0.05× float32 jax_dot_2048: slower than "
             "float32, not a bfloat16 unit's rate)") in text
-    assert "torch_mm_2048 200.0 GFLOP/s (60–120% of the CPU's peak)" in text
+    assert ("torch_mm_2048 200.0 GFLOP/s (60–120% of the CPU's float32 peak, 2 or 1 FMA units "
+            "a core)") in text
     assert "torch_copy 20.0 GB/s;" in text  # a copy has no precision to set it beside

@@ -157,12 +157,13 @@ def test_first_position_effect_from_the_recorded_positions():
 def test_steadiness_check_flags_a_moving_probe():
     steady = {"probe_before_s": 0.2, "probe_after_s": 0.2, "probe_moved": 0.0,
               "steal_share": 0.0, "flags": []}
-    moved = {**steady, "probe_moved": 0.3, "flags": ["the CPU probe moved +30%"]}
+    moved = {**steady, "probe_after_s": 0.44, "probe_moved": 1.2,
+             "flags": ["the CPU probe moved +120%"]}
     samples = frame(rows("hybridize", "x", [1.0]))
     v = verdicts(samples, {"hybridize": {**OK, "steadiness": steady}})["machine_steadiness"]
     assert v.verdict == "holds" and "0 of 1 sections flagged" in v.evidence
     v = verdicts(samples, {"hybridize": {**OK, "steadiness": moved}})["machine_steadiness"]
-    assert v.verdict == "does not hold" and "hybridize: the CPU probe moved +30%" in v.evidence
+    assert v.verdict == "does not hold" and "hybridize: the CPU probe moved +120%" in v.evidence
 
 
 def test_skipped_section_is_not_applicable_with_its_reason():
@@ -273,10 +274,14 @@ def test_a_twin_reaches_the_documents_accuracy_mxnet_stays_within_the_margin():
     v = verdicts(frame(*better), {"multi_gpu_scratch": OK}, framework="pytorch")
     assert v["lenet_accuracy_as_documented"].verdict == "holds", v[
         "lenet_accuracy_as_documented"].evidence
-    same = [rows("multi_gpu_scratch", "lenet_1_device", [0.80], "accuracy", 4),
-            rows("multi_gpu_scratch", "lenet_2_devices", [0.79], "accuracy", 4)]
-    assert verdicts(frame(*same), {"multi_gpu_scratch": OK})[
-        "lenet_accuracy_as_documented"].verdict == "does not hold"  # +0.07: not reproduced
+    within = [rows("multi_gpu_scratch", "lenet_1_device", [0.80], "accuracy", 4),
+              rows("multi_gpu_scratch", "lenet_2_devices", [0.79], "accuracy", 4)]
+    assert verdicts(frame(*within), {"multi_gpu_scratch": OK})[
+        "lenet_accuracy_as_documented"].verdict == "holds"  # +0.04, +0.07: seed to seed
+    beyond = [rows("multi_gpu_scratch", "lenet_1_device", [0.86], "accuracy", 4),
+              rows("multi_gpu_scratch", "lenet_2_devices", [0.79], "accuracy", 4)]
+    assert verdicts(frame(*beyond), {"multi_gpu_scratch": OK})[
+        "lenet_accuracy_as_documented"].verdict == "does not hold"  # +0.10: not reproduced
 
 
 def test_resnet_accuracy_is_judged_on_seeds_001_figures():
@@ -419,3 +424,45 @@ def test_steadiness_rule_describes_the_threaded_probe_and_the_stages_gate():
     assert "as many processes at once as the timing has threads" in rule
     assert "run queue" in rule and "measured again rather than pooled" in rule
     assert "single" not in rule
+
+
+def snap(probe_s: float) -> dict:
+    return {"probe_s": [probe_s] * 5, "probe_threads": 2, "run_queue": None,
+            "load_average": None, "cpu_times": None}
+
+
+def test_a_quiet_hosts_own_swing_is_not_flagged_a_core_taken_away_is():
+    """The flag is the stage gate's threshold: on the quiet build machine the host alone
+    swung a section's probe by up to +63%, which a 10% flag called unsteady; a core taken
+    away doubles it (+100%), and a probe twice as fast after as before moved as much."""
+    from d2lperf import steadiness
+
+    for after in (0.2 * 1.1, 0.2 * 1.63, 0.2 / 1.63):
+        assert steadiness.summary(snap(0.2), snap(after))["flags"] == [], after
+    for after in (0.4, 0.1):
+        s = steadiness.summary(snap(0.2), snap(after))
+        assert len(s["flags"]) == 1 and not s["steady"], after
+        assert "the CPU probe moved" in s["flags"][0]
+
+
+def test_the_machines_state_is_worded_as_a_state_never_as_a_failed_claim():
+    """The first screen says "steady", or "busy in 1 of 2 sections", with no verdict word."""
+    from d2lperf.report.claims_view import check_lines
+
+    steady = {"probe_before_s": 0.2, "probe_after_s": 0.2, "probe_moved": 0.02,
+              "steal_share": 0.0, "flags": []}
+    moved = {**steady, "probe_after_s": 0.44, "probe_moved": 1.2,
+             "flags": ["the CPU probe moved +120%"]}
+    row = {"name": "machine_steadiness", "framework": "mxnet", "kind": "check",
+           "section": "all", "evidence": "…"}
+    quiet = check_lines([{**row, "verdict": "holds"}], ["mxnet"],
+                        {("mxnet", "a"): {"steadiness": steady},
+                         ("mxnet", "b"): {"steadiness": steady}})
+    busy = check_lines([{**row, "verdict": "does not hold"}], ["mxnet"],
+                       {("mxnet", "a"): {"steadiness": steady},
+                        ("mxnet", "b"): {"steadiness": moved}})
+    (quiet_cell,) = [line for line in quiet if line["title"] == "Machine steadiness"][0]["cells"]
+    (busy_cell,) = [line for line in busy if line["title"] == "Machine steadiness"][0]["cells"]
+    assert quiet_cell["state"] == "steady" and busy_cell["state"] == "busy in 1 of 2 sections"
+    for cell in (quiet_cell, busy_cell):
+        assert "hold" not in cell["state"] + cell["text"]

@@ -1,11 +1,10 @@
-"""The cross-machine comparison of verdicts (scripts/compare.py): one row per claim by its
+"""The cross-machine comparison of verdicts (d2lperf compare): one row per claim by its
 stable name, whatever wording each machine's tables carry; 'not applicable here' its own
 state, and an archive that holds it comparable."""
 
-import compare
-
 from d2lperf import archive
 from d2lperf.claims import FAILS, HOLDS, NOT_HERE
+from d2lperf.commands import compare
 
 COLUMNS = "framework,name,claim,verdict"
 

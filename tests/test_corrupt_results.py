@@ -7,11 +7,11 @@ import os
 import subprocess
 
 import pytest
-import summarise
 from test_render import tables
 
 from conftest import REPO, WORKFLOW_PYTHON
 from d2lperf import hostlock
+from d2lperf.commands import summarise
 from d2lperf.frameworks import REGISTRY
 from d2lperf.results import RecordError
 from d2lperf.tables import TableError
@@ -100,7 +100,7 @@ def test_one_machines_meaningless_interval_never_stops_the_comparison(tmp_path):
     bad = machine(tmp_path, "bad", 0.4, 0.1, 0.3)
     folders = [here, good, bad]
     done = subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/compare.py"),
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "compare",
          "--summaries", *[str(f / "summary.csv") for f in folders],
          "--verdicts", *[str(f / "verdicts.csv") for f in folders], "--baseline", "here",
          "--table", str(tmp_path / "comparison.csv"),
@@ -117,9 +117,9 @@ def test_one_machines_meaningless_interval_never_stops_the_comparison(tmp_path):
 
 
 def run_summarise(tmp_path, sidecar):
-    """scripts/summarise.py on one run record, as the rule runs it."""
+    """d2lperf summarise on one run record, as the rule runs it."""
     return subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(sidecar),
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "summarise", "--runs", str(sidecar),
          "--reference", str(REPO / "report/reference.csv"), "--schema", str(SCHEMA),
          "--summary", str(tmp_path / "summary.csv"), "--outputs", str(tmp_path / "o.csv"),
          "--verdicts", str(tmp_path / "v.csv")], capture_output=True, text=True, timeout=300,
@@ -281,7 +281,7 @@ def test_samples_of_another_section_are_refused_naming_row_and_column(tmp_path, 
 
 def render_command(args) -> list[str]:
     """The report's command line for the arguments ``test_render.tables`` made."""
-    return [str(WORKFLOW_PYTHON), str(REPO / "scripts/render_report.py"),
+    return [str(WORKFLOW_PYTHON), "-m", "d2lperf", "report",
             "--machine", str(args.machine), "--summary", str(args.summary),
             "--outputs", str(args.outputs), "--verdicts", str(args.verdicts),
             "--runs", *map(str, args.runs), "--plots", *map(str, args.plots),

@@ -98,7 +98,7 @@ def test_training_runs_that_fit_the_gpus_run_and_the_others_say_why(torch_python
 
         def prepare(on, devices):
             args = argparse.Namespace(on=on, devices=devices, batch_sizes=[256] * len(devices),
-                                      learning_rates=[0.1] * len(devices))
+                                      learning_rates=[0.1] * len(devices), seed=0)
             rec = Recorder("multi_gpu_gluon", "pytorch", 0)
             runs, found = t.prepare(args, rec, "resnet18")
             return [[r.devices for r in runs], t.names(found), rec.notes.get("runs_not_run")]

@@ -1,7 +1,7 @@
 """Records carry a format_version; one function reads every older format.
 
 tests/data/ci-old-format.tar.gz is a real archive of the previous format: a CI-preset run
-(both frameworks, every section) archived by scripts/archive_results.py at 560539c, keeping
+(both frameworks, every section) archived by d2lperf archive at 560539c, keeping
 its run records and tables (the plots, logs and report left out, for size)."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_new_records_carry_the_current_format(tmp_path):
     in every section's run by the workflow tests)."""
     log = tmp_path / "x.log"
     log.write_text("boom\n")
-    subprocess.run([sys.executable, str(REPO / "scripts/record_failure.py"),
+    subprocess.run([sys.executable, "-m", "d2lperf", "record-failure",
                     "--section", "hybridize", "--exit-code", "1", "--log", str(log),
                     "--csv", str(tmp_path / "s.csv"), "--sidecar", str(tmp_path / "r.json")],
                    check=True, capture_output=True)
@@ -160,9 +160,9 @@ def test_new_tables_carry_the_current_format(tmp_path):
 def test_an_archive_of_the_previous_format_imports_and_is_compared(tmp_path):
     """What `make report` does with an archive kept from before format 3: import it (its
     records checked in the current format), then compare its tables with this machine's."""
-    import compare
+    from d2lperf.commands import compare
 
-    done = subprocess.run([sys.executable, str(REPO / "scripts/import_results.py"),
+    done = subprocess.run([sys.executable, "-m", "d2lperf", "import",
                            "--results", str(tmp_path), "--as", "old-box", str(OLD_ARCHIVE)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -257,7 +257,7 @@ def test_the_kept_archive_is_compared_by_the_next_report(cpu_mode_check, ci_run,
                 if p.name not in SHIPPED).name[: -len(".tar.gz")]
     for _ in range(2):  # the second time: already imported, nothing changes
         imported = subprocess.run(
-            [str(WORKFLOW_PYTHON), "scripts/import_results.py", "--kept", "report/machines"],
+            [str(WORKFLOW_PYTHON), "-m", "d2lperf", "import", "--kept", "report/machines"],
             cwd=fresh, capture_output=True, text=True, timeout=300)
         assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip().endswith("already imported")

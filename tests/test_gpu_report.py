@@ -9,11 +9,11 @@ import csv
 import json
 
 import pytest
-import render_report
 from test_render import SUMMARY_COLUMNS, cell_text, section, tables, write_csv
 
 from conftest import REPO
 from d2lperf import peaks
+from d2lperf.commands import render_report
 from d2lperf.results import section_folder
 
 

@@ -231,31 +231,31 @@ def hold(lock: Path, shared: bool) -> subprocess.Popen:
 # Every job of the pipeline but a timing, with the arguments it needs to get as far as
 # the lock (the files need not exist: each waits before it reads any).
 OTHER_JOBS = {
-    "summarise.py": ["--runs", "r.json", "--reference", "x.csv", "--schema", "s.yaml",
+    "summarise": ["--runs", "r.json", "--reference", "x.csv", "--schema", "s.yaml",
                      "--summary", "a.csv", "--outputs", "b.csv", "--verdicts", "c.csv"],
-    "plots.py": ["--summary", "s.csv", "--samples", "x.csv", "--out", "p.svg"],
-    "compare.py": ["--summaries", "m/summary.csv", "--verdicts", "m/verdicts.csv",
+    "plots": ["--summary", "s.csv", "--samples", "x.csv", "--out", "p.svg"],
+    "compare": ["--summaries", "m/summary.csv", "--verdicts", "m/verdicts.csv",
                    "--baseline", "m", "--table", "t.csv", "--verdicts-table", "v.csv",
                    "--plot", "p.svg"],
-    "render_report.py": ["--machine", "m.json", "--summary", "s.csv", "--outputs", "o.csv",
+    "report": ["--machine", "m.json", "--summary", "s.csv", "--outputs", "o.csv",
                          "--verdicts", "v.csv", "--runs", "r.json", "--sections", "c.csv",
                          "--template", "t.j2", "--preset", "ci", "--out", "r.html"],
-    "archive_results.py": ["--results", "results/m", "--out", "m.tar.gz"],
-    "machine_info.py": ["--machine", "m", "--out", "machine.json"],
-    "blas_reference.py": ["--out", "reference.npz"],
+    "archive": ["--results", "results/m", "--out", "m.tar.gz"],
+    "machine-info": ["--machine", "m", "--out", "machine.json"],
+    "blas-reference": ["--out", "reference.npz"],
 }
 
 
-@pytest.mark.parametrize("script", OTHER_JOBS)
-def test_every_other_job_waits_while_a_timing_holds_the_lock(tmp_path, script):
+@pytest.mark.parametrize("command", OTHER_JOBS)
+def test_every_other_job_waits_while_a_timing_holds_the_lock(tmp_path, command):
     lock = tmp_path / "host.lock"
     stderr = tmp_path / "stderr.txt"
-    said = f"{script.removesuffix('.py')}: waiting for the host's timing lock {lock}, held by"
+    said = f"{command}: waiting for the host's timing lock {lock}, held by"
     timing = hold(lock, shared=False)
     try:
         with open(stderr, "w") as errors:
             job = subprocess.Popen(
-                [str(WORKFLOW_PYTHON), str(REPO / "scripts" / script), *OTHER_JOBS[script]],
+                [str(WORKFLOW_PYTHON), "-m", "d2lperf", command, *OTHER_JOBS[command]],
                 cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=errors,
                 env={**os.environ, hostlock.LOCK_VARIABLE: str(lock)})
         assert wait_for(lambda: said in stderr.read_text() or job.poll() is not None)

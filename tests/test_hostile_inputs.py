@@ -379,7 +379,7 @@ def test_import_as_a_bad_id_is_refused(tmp_path, new_id):
     work.mkdir()
     before = tree(tmp_path)
     done = subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), str(good),
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "import", str(good),
          "--as", new_id, "--results", str(work / "results")],
         cwd=work, capture_output=True, text=True)
     assert done.returncode != 0

@@ -222,15 +222,10 @@ HOSTILE_KEPT = {
 # (VmHWM, not getrusage's ru_maxrss: Linux keeps that high-water mark across exec, so a
 # child of a large pytest process would report pytest's).
 RUN_MEASURED = textwrap.dedent("""
-    import os, runpy, sys
+    import os, sys
     from pathlib import Path
-    script = sys.argv[1]
-    sys.argv = sys.argv[1:]
-    code = 0
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as end:
-        code = end.code
+    from d2lperf import cli
+    code = cli.main(sys.argv[1:])
     status = Path("/proc/self/status").read_text()
     peak = next(l for l in status.splitlines() if l.startswith("VmHWM:")).split()[1]
     Path(os.environ["PEAK_FILE"]).write_text(str(int(peak) // 1024))
@@ -239,11 +234,11 @@ RUN_MEASURED = textwrap.dedent("""
 
 
 def import_kept_cli(work: Path, *extra: str) -> tuple[subprocess.CompletedProcess, int]:
-    """scripts/import_results.py --kept report/machines in ``work``, as `make report` runs
+    """d2lperf import --kept report/machines in ``work``, as `make report` runs
     it; its result and its peak memory in MB."""
     peak = work / f"peak-{len(list(work.glob('peak-*')))}"
     done = subprocess.run(
-        [str(WORKFLOW_PYTHON), "-c", RUN_MEASURED, str(REPO / "scripts/import_results.py"),
+        [str(WORKFLOW_PYTHON), "-c", RUN_MEASURED, "import",
          "--kept", "report/machines", "--results", "results", "--local-id", "this-box",
          *extra],
         cwd=work, capture_output=True, text=True, timeout=300,
@@ -382,7 +377,7 @@ def test_two_imports_at_once_refuse_nothing(tmp_path):
         good_kept(folder, f"box-2026-12-0{day}")
     for attempt in range(5):
         results = tmp_path / f"results-{attempt}"
-        command = [str(WORKFLOW_PYTHON), str(REPO / "scripts/import_results.py"), "--kept",
+        command = [str(WORKFLOW_PYTHON), "-m", "d2lperf", "import", "--kept",
                    "report/machines", "--results", str(results), "--local-id", "this-box"]
         both = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]

@@ -2,8 +2,9 @@
 
 import json
 
-import render_report
 from test_render import section, tables, text
+
+from d2lperf.commands import render_report
 
 
 def test_refused_kept_archives_are_listed_with_their_reasons(tmp_path):

@@ -3,7 +3,7 @@ failure is recorded, the last good run's samples and record are kept readable be
 the failed record says where and from when, and the report says so.
 
 The section here is a toy that dies by SIGKILL, run by the section rules' own shell line
-(workflow/rules/sections.smk): the script, and scripts/record_failure.py when it fails."""
+(workflow/rules/sections.smk): the script, and `d2lperf record-failure` when it fails."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import render_report
 from test_render import cell_text, section, tables
 
 from conftest import REPO, WORKFLOW_PYTHON
 from d2lperf import hostlock
+from d2lperf.commands import render_report
 from d2lperf.results import (
     KEPT_FOLDER,
     Recorder,
@@ -58,7 +58,7 @@ def run_killed_section(tmp: Path, folder: Path) -> subprocess.CompletedProcess:
     q = shlex.quote
     line = (f"set -euo pipefail; {q(str(WORKFLOW_PYTHON))} {q(str(script))}"
             f" --csv {q(str(csv))} --sidecar {q(str(sidecar))} > {q(str(log))} 2>&1"
-            f" || {q(str(WORKFLOW_PYTHON))} scripts/record_failure.py"
+            f" || {q(str(WORKFLOW_PYTHON))} -m d2lperf record-failure"
             f" --section hybridize --framework mxnet --exit-code $? --log {q(str(log))}"
             f" --csv {q(str(csv))} --sidecar {q(str(sidecar))}")
     # record_failure takes no lock; a host lock of the test's own all the same

@@ -15,7 +15,9 @@ import pytest
 from conftest import REPO
 
 PACKAGE = REPO / "scripts/d2lperf"
-REPORT = "report"  # the subpackage of the report's view model: the top layer
+REPORT = "report"  # the subpackage of the report's view model
+COMMANDS = "commands"  # the subpackage of the command's steps, above the report
+SUBPACKAGES = (REPORT, COMMANDS)
 # The leaves: what every other layer may import; they import no layer above them.
 LEAVES = {"errors": set(), "frameworks": set(), "sections": set(),
           "arguments": {"devices", "sections"}, "devices": set()}
@@ -24,9 +26,9 @@ LEAVES = {"errors": set(), "frameworks": set(), "sections": set(),
 def module_name(dotted: str) -> str:
     """A module's name in the graph from its import path: ``d2lperf.claims`` -> ``claims``,
     ``d2lperf.report.overview`` -> ``report.overview`` (the package ``d2lperf.report``
-    itself -> ``report``)."""
+    itself -> ``report``; ``d2lperf.commands.site`` -> ``commands.site``)."""
     parts = dotted.split(".")[1:]
-    return ".".join(parts[:2] if parts[0] == REPORT else parts[:1])
+    return ".".join(parts[:2] if parts[0] in SUBPACKAGES else parts[:1])
 
 
 def imports(path: Path) -> set[str]:
@@ -35,7 +37,7 @@ def imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module in ("d2lperf", f"d2lperf.{REPORT}"):
+            if node.module in ("d2lperf", *(f"d2lperf.{sub}" for sub in SUBPACKAGES)):
                 found |= {module_name(f"{node.module}.{a.name}") for a in node.names}
             elif node.module.startswith("d2lperf."):
                 found.add(module_name(node.module))
@@ -46,11 +48,13 @@ def imports(path: Path) -> set[str]:
 
 
 def module_paths() -> dict[str, Path]:
-    """Every module of the library by its name in the graph, the report's parts too."""
-    found = {p.stem: p for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
-    found[REPORT] = PACKAGE / REPORT / "__init__.py"
-    found |= {f"{REPORT}.{p.stem}": p for p in (PACKAGE / REPORT).glob("*.py")
-              if p.stem != "__init__"}
+    """Every module of the library by its name in the graph, the report's parts and the
+    commands too (``__main__``, ``python -m d2lperf``, only calls the command line, cli)."""
+    found = {p.stem: p for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    for sub in SUBPACKAGES:
+        found[sub] = PACKAGE / sub / "__init__.py"
+        found |= {f"{sub}.{p.stem}": p for p in (PACKAGE / sub).glob("*.py")
+                  if p.stem != "__init__"}
     return found
 
 
@@ -205,25 +209,34 @@ def test_the_graph_sees_the_report_parts_and_their_imports():
     assert module_name("d2lperf.claims") == "claims"
 
 
-def test_the_report_parts_are_the_top_layer():
-    """The report's parts may import any module of the library; no module below imports
-    one of them back."""
-    below = {m: found for m, found in graph().items() if m.split(".")[0] != REPORT}
+def test_the_report_parts_are_the_top_of_the_library():
+    """The report's parts may import any module of the library; below the commands, no
+    module imports one of them back."""
+    below = {m: found for m, found in graph().items()
+             if m.split(".")[0] not in SUBPACKAGES}
     up = {m: sorted(n for n in found if n.split(".")[0] == REPORT) for m, found in below.items()}
     assert not {m: found for m, found in up.items() if found}
 
 
-def test_no_script_imports_a_module_that_imports_the_script_back():
-    """The scripts import the library, never the other way round."""
-    modules = {p.stem for p in (REPO / "scripts").glob("*.py")}
-    for path in module_paths().values():
-        text = path.read_text(encoding="utf-8")
-        tree = ast.parse(text)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                assert not {a.name for a in node.names} & modules, path
-            if isinstance(node, ast.ImportFrom) and node.module:
-                assert node.module not in modules, path
+def test_every_step_is_a_command_and_nothing_edits_the_import_path():
+    """scripts/ holds the package, the section scripts and shell: a step is a subcommand of
+    d2lperf (its table names a module that exists), and no file under scripts/ puts a
+    folder on sys.path (the package is installed; the workflow and the manager hand their
+    children its folder on PYTHONPATH)."""
+    from d2lperf import cli
+
+    assert sorted(p.name for p in (REPO / "scripts").glob("*.py")) == []
+    for name, command in cli.COMMANDS.items():
+        path = REPO / "scripts" / (command.module.replace(".", "/") + ".py")
+        assert path.is_file(), (name, command.module)
+    commands = {f"{COMMANDS}.{p.stem}" for p in (PACKAGE / COMMANDS).glob("*.py")
+                if p.stem != "__init__"}
+    named = {"d2lperf." + m for m in commands}
+    assert named <= {c.module for c in cli.COMMANDS.values()}, "a command module no name runs"
+    edits = [str(p.relative_to(REPO)) for p in (REPO / "scripts").rglob("*.py")
+             if "sys.path.insert" in p.read_text(encoding="utf-8")
+             or "sys.path.append" in p.read_text(encoding="utf-8")]
+    assert edits == []
 
 
 @pytest.mark.parametrize("text", ["inf", "-1", "0", "nan", "x"])

@@ -7,10 +7,10 @@ import csv
 
 import pandas as pd
 import pytest
-from summarise import add_rates
 
-from conftest import REPO, run_script
+from conftest import REPO, run_command
 from d2lperf import flops, workloads
+from d2lperf.commands.summarise import add_rates
 
 NUMBERS = ("forward_flops", "backward_flops", "train_flops")
 
@@ -22,9 +22,10 @@ def read(path):
 
 def test_the_table_is_what_torch_counts_on_the_twins_models_today(tmp_path, torch_python):
     """Recounted with FlopCounterMode on the PyTorch twins' own LeNet and ResNet-18: a
-    changed model or a changed count fails here (regenerate: scripts/count_model_flops.py)."""
+    changed model or a changed count fails here (regenerate with
+    `.venv-torch/bin/d2lperf count-flops`)."""
     out = tmp_path / "model_flops.csv"
-    done = run_script(torch_python, "count_model_flops.py", "--out", str(out), timeout=300)
+    done = run_command(torch_python, "count-flops", "--out", str(out), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     fresh, kept = read(out), read(flops.TABLE)
     assert set(fresh) == set(kept) == {"lenet", "resnet18"}

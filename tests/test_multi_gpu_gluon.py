@@ -68,7 +68,7 @@ def test_run_record_says_the_workload_it_ran(gluon_run):
     # the CI preset's workload, on CPU contexts with one thread per engine queue
     assert run_record["parameters"] == {
         "threads": 1, "probe_seconds": CI_PROBE_SECONDS, "on": "cpu", "data_dir": None,
-        "data_download": False, **PRESET}
+        "data_download": False, "seed": 0, **PRESET}
     assert run_record["notes"]["train_examples_per_epoch"] == {
         "resnet18_1_device": PRESET["train_limit"], "resnet18_2_devices": PRESET["train_limit"]}
 

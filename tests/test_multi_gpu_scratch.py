@@ -97,7 +97,7 @@ def test_run_record_says_how_it_ran(scratch_run):
     assert run_record["parameters"] == {
         "threads": 1, "probe_seconds": 0.2, "on": "cpu", "devices": [1, 2], "batch_sizes": [64, 64],
         "learning_rates": [0.2, 0.2], "epochs": 2, "data_dir": None, "data_download": False,
-        "data_workers": 0, "train_limit": 512, "test_limit": 256}
+        "data_workers": 0, "train_limit": 512, "test_limit": 256, "seed": 0}
     assert run_record["threads"]["OMP_NUM_THREADS"] == "1"
     assert run_record["notes"]["train_examples_per_epoch"] == {
         "lenet_1_device": 512, "lenet_2_devices": 512}
@@ -111,6 +111,19 @@ def test_same_seed_same_training(scratch_run, experiment_python, tmp_path):
                for r in rows(out) if r["metric"] != "time"]
     assert untimed == [(r["case"], r["epoch"], r["metric"], r["value"])
                        for r in rows(tmp_path) if r["metric"] != "time"]
+
+
+def test_another_seed_another_training(scratch_run, experiment_python, tmp_path):
+    """--seed 1 starts from other parameters and another order of the data: every loss
+    differs from seed 0's (which the run above trained)."""
+    out, _, _ = scratch_run
+    done = run(experiment_python, tmp_path, *SMALL, "--seed", "1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "run.json").read_text())["parameters"]["seed"] == 1
+    losses = [[r["value"] for r in rows(folder) if r["metric"] == "loss"]
+              for folder in (out, tmp_path)]
+    assert len(losses[0]) == len(losses[1]) == 4
+    assert all(a != b for a, b in zip(*losses))
 
 
 def test_too_few_gpus_skip_the_section(experiment_python, tmp_path):

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import mxnet_build
 import pytest
 
-from conftest import REPO, run_script, run_section
+from conftest import REPO, run_command, run_section
 from d2lperf import cuda_arch, mxnet_gpu, provenance
+from d2lperf.commands import mxnet_build
 
 DATA = REPO / "tests" / "data"
 MXNET_LIKE = DATA / "libfatbin_sm80_sm86.so"
@@ -81,7 +80,7 @@ def on_machine(tmp_path, monkeypatch):
 
 def make_would_install(tmp_path: Path, *make_args: str) -> tuple[str, list[str]]:
     """Run `make -n` for the MXNet environment, then the one step it prints that
-    decides what pip gets (mxnet_build.py requirements): its line, and the pins."""
+    decides what pip gets (`d2lperf mxnet-build requirements`): its line, and the pins."""
     venv = tmp_path / "venv"
     venv.mkdir(exist_ok=True)
     dry = subprocess.run(
@@ -89,11 +88,11 @@ def make_would_install(tmp_path: Path, *make_args: str) -> tuple[str, list[str]]
          f"{venv}/.installed"],
         cwd=REPO, capture_output=True, text=True, timeout=60)
     assert dry.returncode == 0, dry.stderr
-    steps = [line for line in dry.stdout.splitlines() if "mxnet_build.py requirements" in line]
+    steps = [line for line in dry.stdout.splitlines() if "mxnet-build requirements" in line]
     assert len(steps) == 1, dry.stdout
     assert any(f"-r {venv}/requirements.txt" in line for line in dry.stdout.splitlines())
-    assert any("mxnet_build.py link-cuda-libs" in line for line in dry.stdout.splitlines())
-    done = subprocess.run(shlex.split(steps[0]), cwd=REPO, capture_output=True, text=True,
+    assert any("mxnet-build link-cuda-libs" in line for line in dry.stdout.splitlines())
+    done = subprocess.run(["bash", "-c", steps[0]], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip(), (venv / "requirements.txt").read_text().split()
@@ -133,7 +132,7 @@ def test_a_failing_driver_gets_the_cpu_build_and_says_why(on_machine, tmp_path):
 def test_no_driver_gets_the_cpu_build(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = subprocess.run([sys.executable, "scripts/mxnet_build.py", "choose"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "d2lperf", "mxnet-build", "choose"], cwd=REPO,
                           capture_output=True, text=True, env={"PATH": str(empty)}, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["mxnet", "no NVIDIA driver answers (no nvidia-smi)"]
@@ -158,7 +157,7 @@ def test_mxnet_build_overrides_the_choice(on_machine, tmp_path):
 
 
 def test_an_unknown_build_is_refused_naming_what_is_allowed(tmp_path):
-    done = subprocess.run([sys.executable, "scripts/mxnet_build.py", "requirements",
+    done = subprocess.run([sys.executable, "-m", "d2lperf", "mxnet-build", "requirements",
                            "--build", "mxnet-cu90; rm -rf /", "--out", str(tmp_path / "r")],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
@@ -187,7 +186,7 @@ def test_cuda_libraries_are_linked_beside_libmxnet(tmp_path):
         (packages / "nvidia" / package / "lib").mkdir(parents=True, exist_ok=True)
         (packages / "nvidia" / package / "lib" / library).write_text(library)
     for _ in range(2):  # a second `make envs` finds the links there
-        done = subprocess.run([sys.executable, "scripts/mxnet_build.py", "link-cuda-libs",
+        done = subprocess.run([sys.executable, "-m", "d2lperf", "mxnet-build", "link-cuda-libs",
                                "--venv", str(tmp_path / "venv")],
                               cwd=REPO, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
@@ -294,7 +293,7 @@ def test_machine_info_records_the_preflight(gpu, on_machine, experiment_python, 
     no smoke test on a CPU build, and a reason that says what would run."""
     name, capability, build, _ = GPUS[gpu]
     on_machine(gpu)
-    done = run_script(experiment_python, "machine_info.py", "--machine", "m",
+    done = run_command(experiment_python, "machine-info", "--machine", "m",
                       "--out", str(tmp_path / "machine.json"))
     assert done.returncode == 0, done.stderr
     facts = json.loads((tmp_path / "machine.json").read_text())

@@ -52,7 +52,7 @@ def section_with_a_child(tmp_path: Path):
     temp = tmp_path / "tmp"
     temp.mkdir(exist_ok=True)
     section = subprocess.Popen(
-        [sys.executable, str(REPO / "scripts/measure.py"), "--section", "toy", "--framework",
+        [sys.executable, "-m", "d2lperf", "measure", "--section", "toy", "--framework",
          "pytorch", "--python", sys.executable, "--script", str(script),
          "--csv", str(tmp_path / "s.csv"), "--sidecar",
          str(tmp_path / "run.json"), "--processes", "2", "--repeats", "1",
@@ -208,7 +208,7 @@ def hung_section(tmp_path: Path, *options: str) -> tuple[list[str], Path, dict[s
     script = tmp_path / "hung.py"
     pids = tmp_path / "pids.txt"
     script.write_text(HUNG.format(scripts=str(REPO / "scripts"), pids=str(pids)))
-    command = [sys.executable, str(REPO / "scripts/measure.py"), "--section", "toy",
+    command = [sys.executable, "-m", "d2lperf", "measure", "--section", "toy",
                "--framework", "pytorch", "--python", sys.executable, "--script", str(script),
                "--csv", str(tmp_path / "s.csv"), "--sidecar", str(tmp_path / "run.json"),
                "--repeats", "1", "--probe-seconds", "0.01", *options]
@@ -326,7 +326,7 @@ def test_a_worker_that_exits_0_without_its_outputs_is_named_with_the_file(tmp_pa
     script.write_text(f"import sys\n{SILENT[case]}\n")
     read, write = os.pipe()
     done = subprocess.run(
-        [sys.executable, str(REPO / "scripts/measure.py"), "--section", "toy", "--framework",
+        [sys.executable, "-m", "d2lperf", "measure", "--section", "toy", "--framework",
          "pytorch", "--python", sys.executable, "--script", str(script), "--csv",
          str(tmp_path / "s.csv"), "--sidecar", str(tmp_path / "run.json"),
          "--probe-seconds", "0.01"], capture_output=True, text=True, timeout=300,

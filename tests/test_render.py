@@ -12,12 +12,12 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-import render_report
 from markupsafe import escape
 
 from conftest import REPO
 from d2lperf import claims as claims_module
 from d2lperf import sections as section_table
+from d2lperf.commands import render_report
 from d2lperf.labels import Labels
 from d2lperf.report import claims_view, sections_view
 from d2lperf.report.values import records
@@ -196,7 +196,7 @@ def test_claims_have_a_verdict_per_framework_and_the_documents_ratio(view):
     row = claim_of(view, "hybridize_speeds_up_mlp")
     assert row["short"] == "hybridize() speeds up the MLP"
     assert [c["verdict"] for c in row["cells"]] == ["holds", "holds"]
-    assert row["cells"][0]["line"] == "2.2× faster [2.0–2.4]"  # 1 / 0.46, 1/(0.46 × 1.1)
+    assert row["cells"][0]["line"] == "2.2× faster [2.0–2.4×]"  # 1 / 0.46, 1/(0.46 × 1.1)
     assert row["document"] == "1.8× faster"  # the document: 0.2341 / 0.4270
 
 
@@ -346,12 +346,17 @@ def test_provenance_lists_both_stacks(view):
 
 def test_checks_one_line_each_on_the_first_screen(view):
     aa = next(c for c in view["checks"] if c["title"] == "Identical work (A/A)")
-    assert aa["cells"] == [{"framework": f, "verdict": "holds", "text": "1% apart"}
+    assert aa["cells"] == [{"framework": f, "verdict": "holds", "state": None, "text": "1% apart"}
                            for f in ("MXNet", "PyTorch")]
 
 
-def test_the_first_screen_reads_each_stack_and_check_in_one_line(page):
-    facts = re.search(r'<dl class="facts">(.*?)</dl>', page, re.S).group(1)
+def test_under_the_claims_each_stack_and_check_reads_in_one_line(page):
+    """Above the claims only the machine and the preset (the first screen holds every
+    verdict); the frameworks' versions and the checks follow the table."""
+    top = re.search(r'<dl class="facts">(.*?)</dl>', page, re.S).group(1)
+    assert "Machine" in text(top) and "Preset" in text(top) and "Frameworks" not in text(top)
+    assert page.index('<dl class="facts after">') > page.index('id="claims"')
+    facts = re.search(r'<dl class="facts after">(.*?)</dl>', page, re.S).group(1)
     assert "MXNet 1.9.1; PyTorch 2.13.0+cpu" in text(facts)
     aa = " ".join(text(re.search(r"Identical work \(A/A\).*?</dd>", facts, re.S).group(0))
                   .split())
@@ -373,19 +378,19 @@ def test_mxnet_only(tmp_path):
 
 def test_effect_words():
     words = claims_view.effect_words
-    assert words("speedup", 0.25, 0.2, 0.5) == "4.0× faster [2.0–5.0]"
-    assert words("speedup", 2.0, 1.5, 2.5) == "2.0× slower [1.5–2.5]"
+    assert words("speedup", 0.25, 0.2, 0.5) == "4.0× faster [2.0–5.0×]"
+    assert words("speedup", 2.0, 1.5, 2.5) == "2.0× slower [1.5–2.5×]"
     assert words("speedup", 1.01, 0.98, 1.03, "no meaningful difference") == (
         "no meaningful difference (×1.0)")
     assert words("share", 0.02, 0.01, 0.11) == "queued in 2% of the wait [1–11%]"
-    assert words("share", 150, 4.4, 290) == "queueing 150× the wait [4.4–290]"
+    assert words("share", 150, 4.4, 290) == "queueing 150× the wait [4.4–290×]"
     assert words("overlap", 0.55, 0.5, 0.6) == "together 55% of the sum [50–60%]"
     assert words("more", 1.2, None, None) == "1.2× the memory"
     assert words("speedup", None, None, None) == ""
     # An interval that holds 1 with ends more than 10x apart says nothing: it says so.
     assert words("speedup", 0.38, 0.042, 3.5, processes=2) == "too few processes to tell (2 ran)"
     assert words("overlap", 1.29, 0.0, 58477.0) == "too few processes to tell"
-    assert words("speedup", 0.38, 0.12, 1.1) == "2.6× faster [0.91–8.3]"  # 9.2x apart
+    assert words("speedup", 0.38, 0.12, 1.1) == "2.6× faster [0.91–8.3×]"  # 9.2x apart
 
 
 def test_no_number_is_written_in_e_notation():
@@ -487,15 +492,15 @@ def test_across_machines_a_verdict_per_framework_and_machine(tmp_path):
     assert across["plot"].startswith("data:image/svg+xml;base64,")
 
 
-def test_the_first_screen_says_what_this_machine_is_compared_with(tmp_path):
+def test_the_facts_say_what_this_machine_is_compared_with(tmp_path):
     def facts(args):
         page = render_report.render(args)
-        text = cell_text(re.search(r'<dl class="facts">(.*?)</dl>', page, re.S).group(1))
+        text = cell_text(re.search(r'<dl class="facts after">(.*?)</dl>', page, re.S).group(1))
         return text.replace(" :", ":")  # cell_text spaces every tag
 
     assert "Compared with 1 other machine: gpu-box" in facts(across_machines(tmp_path / "a"))
     alone = facts(tables(tmp_path / "b"))
-    assert "Compared with no other machine yet" in alone and "import_results.py" in alone
+    assert "Compared with no other machine yet" in alone and "d2lperf import" in alone
 
 
 def test_across_machines_reads_a_cell_per_machine_and_folds_the_plot(tmp_path):

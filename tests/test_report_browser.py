@@ -20,8 +20,8 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 SECTIONS = section_table.names()
 VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
 # The report of the CI run before the report was folded (main at 8e460b3), at 1280 px with every
-# <details> closed; the new one must be at most a third of it.
-HEIGHT_BEFORE = 17594
+# <details> closed, was 17,594 px; folded, two frameworks' report stays under this.
+MAX_HEIGHT = 5300
 
 
 @pytest.fixture(scope="module")
@@ -146,14 +146,14 @@ def test_every_section_and_document_figure_has_its_place(page):
     assert labels and [t for t in labels if internal.match(t.strip())] == []
 
 
-def test_page_is_a_third_of_what_it_was(page):
+def test_the_page_stays_short(page):
     p, _, _, viewport = page
     if viewport != "desktop":
         pytest.skip("measured at 1280 px")
     p.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
     height = p.evaluate("document.documentElement.scrollHeight")
-    print(f"report height at 1280 px, details closed: {height} px (before: {HEIGHT_BEFORE})")
-    assert height <= HEIGHT_BEFORE / 3
+    print(f"report height at 1280 px, details closed: {height} px (at most {MAX_HEIGHT})")
+    assert height <= MAX_HEIGHT
 
 
 def test_no_serious_accessibility_violation(page):

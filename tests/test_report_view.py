@@ -3,7 +3,7 @@ report shows, however small, fails here.
 
 tests/data/ci-old-format.tar.gz is a CI-preset run of both frameworks (every section, an
 older record format). From its run records and samples the tables are made as the
-workflow makes them (the rule summarise runs scripts/summarise.py, the rule
+workflow makes them (the rule summarise runs `d2lperf summarise`, the rule
 sections_table writes the table of sections); then ``render_report.view`` reads them as
 the rule report gives them, without plots. What depends on where the test ran (the
 temporary folder) is replaced by a placeholder; the rest is compared, as sorted JSON, with
@@ -23,10 +23,9 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-import render_report
-
-from conftest import REPO, WORKFLOW_PYTHON, run_script
+from conftest import REPO, WORKFLOW_PYTHON, run_command
 from d2lperf import sections
+from d2lperf.commands import render_report
 from d2lperf.frameworks import REGISTRY
 from d2lperf.results import section_folder
 
@@ -52,7 +51,7 @@ def tables(tmp: Path) -> list[str]:
     runs = [str(p) for p in run_records(results)]
     out = tmp / "tables"
     out.mkdir()
-    done = run_script(WORKFLOW_PYTHON, "summarise.py", "--runs", *runs,
+    done = run_command(WORKFLOW_PYTHON, "summarise", "--runs", *runs,
                       "--reference", str(REPO / "report/reference.csv"),
                       "--schema", str(REPO / "workflow/schemas/samples.schema.yaml"),
                       "--summary", str(out / "summary.csv"),

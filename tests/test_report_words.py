@@ -14,9 +14,10 @@ import re
 import shutil
 
 import pytest
-import render_report
 from test_report_browser import FLAGS
 from test_report_view import tables
+
+from d2lperf.commands import render_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # The method's words: they belong in the folds ("How to read this table", each section's

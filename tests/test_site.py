@@ -1,4 +1,4 @@
-"""`make site`: one page for every machine measured (scripts/site.py). Built from the
+"""`make site`: one page for every machine measured (d2lperf site). Built from the
 machines this project keeps (report/machines/), the stored archive of an older format and
 a copy of it that brings its own report.html, plot and table of sections carrying script,
 imported as any archive is; then read in headless Chromium as the report is: no network,
@@ -42,7 +42,7 @@ DATA_URI = re.compile(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)")
 
 
 def build(results: Path, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "scripts/site.py"), "--results",
+    return subprocess.run([str(WORKFLOW_PYTHON), "-m", "d2lperf", "site", "--results",
                            str(results), "--out", str(out)], capture_output=True, text=True,
                           timeout=600, cwd=REPO)
 
@@ -87,7 +87,7 @@ def test_every_machine_is_on_the_index_and_its_page_beside_it(site):
 def test_no_page_is_an_archives_own_and_no_plot_either(site):
     """Each page is the report's code rendering the machine's checked tables: nothing an
     archive planted in report.html, a plot or its table of sections reaches it, and every
-    plot in it is drawn again here (scripts/plots.py) and carries no script."""
+    plot in it is drawn again here (d2lperf plots) and carries no script."""
     out, results, _ = site
     for folder in sorted(p for p in out.iterdir() if p.is_dir()):
         page = (folder / "report.html").read_text(encoding="utf-8")
@@ -240,3 +240,31 @@ def test_no_serious_accessibility_violation(page):
              for v in result["violations"]]
     print(found)
     assert [f for f in found if f[0] in ("serious", "critical")] == []
+
+
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)])
+def test_every_verdict_of_three_frameworks_is_on_the_first_screen(site, page, viewport):
+    """The kept reference runs measured MXNet, PyTorch and JAX: on a laptop's screen and on
+    a phone's, every claim's verdict for each of them shows before any scrolling."""
+    out, results, _ = site
+    browser = page[0].context.browser
+    for kept in KEPT:
+        machine = kept.name.removesuffix(".tar.gz")
+        p = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+        problems: list[str] = []
+        p.on("console", lambda m, seen=problems: seen.append(m.text)
+             if m.type in ("error", "warning") else None)
+        p.goto((out / machine / "report.html").as_uri(), wait_until="load")
+        try:
+            assert problems == []
+            heads = p.eval_on_selector_all("#claims thead th", "els => els.length")
+            assert heads == 5, f"{machine}: three frameworks' columns expected"
+            boxes = p.eval_on_selector_all(
+                "#claims .verdict",
+                "els => els.map(e => [e.textContent, e.getBoundingClientRect().bottom])")
+            assert len(boxes) >= 3 * 10, machine
+            below = [(text, round(bottom)) for text, bottom in boxes
+                     if not 0 < bottom <= viewport[1]]
+            assert below == [], f"{machine} at {viewport}: below the first screen: {below}"
+        finally:
+            p.close()

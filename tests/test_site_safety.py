@@ -117,12 +117,12 @@ def test_an_index_that_is_a_link_is_refused_and_the_pages_still_written(machine,
 
 
 def test_an_archive_holds_no_link(machine, tmp_path):
-    """scripts/archive_results.py refuses a results folder with a link in it, naming it,
+    """d2lperf archive refuses a results folder with a link in it, naming it,
     rather than archive what the link points at."""
     folder = add(tmp_path, machine, "box")
     (folder / "report.html").symlink_to("/etc/passwd")
     out = tmp_path / "box.tar.gz"
-    done = subprocess.run([str(WORKFLOW_PYTHON), str(REPO / "scripts/archive_results.py"),
+    done = subprocess.run([str(WORKFLOW_PYTHON), "-m", "d2lperf", "archive",
                            "--results", str(folder), "--out", str(out)],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 1 and not out.exists()

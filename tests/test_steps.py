@@ -1,4 +1,4 @@
-"""The aggregate steps' wrapper (scripts/run_step.py): a capped log, one line on the console
+"""The aggregate steps' wrapper (`d2lperf run-step`): a capped log, one line on the console
 when a step fails, and a failed step's restored outputs never taken as up to date."""
 
 import errno
@@ -13,15 +13,13 @@ import pytest
 from conftest import REPO, WORKFLOW_PYTHON
 from d2lperf import logcap, steps
 
-RUN_STEP = REPO / "scripts/run_step.py"
-
 
 def run_step(tmp_path, code: str, *outputs) -> subprocess.CompletedProcess:
-    """run_step.py around ``python -c code``, its log in tmp_path/logs/step.log."""
+    """`d2lperf run-step` around ``python -c code``, its log in tmp_path/logs/step.log."""
     log = tmp_path / "logs/step.log"
     log.parent.mkdir(exist_ok=True)
     return subprocess.run(
-        [str(WORKFLOW_PYTHON), str(RUN_STEP), "--step", "report", "--log", str(log),
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "run-step", "--step", "report", "--log", str(log),
          "--outputs", *map(str, outputs), "--", sys.executable, "-c", code],
         capture_output=True, text=True, timeout=300)
 
@@ -91,14 +89,14 @@ def test_a_step_killed_by_a_signal_is_marked_too(tmp_path):
 
 
 @pytest.mark.parametrize("script, args", [
-    ("render_report.py", ["--machine", "m", "--summary", "s", "--outputs", "o", "--verdicts",
+    ("d2lperf report", ["--machine", "m", "--summary", "s", "--outputs", "o", "--verdicts",
                           "v", "--runs", "r", "--sections", "c", "--template", "t",
                           "--preset", "ci", "--out", "{out}"]),
 ])
 def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys, script, args):
-    """render_report.py writing its page on a full disk: one line, the file and what to do."""
+    """`d2lperf report` writing its page on a full disk: one line, the file and what to do."""
     sys.path.insert(0, str(REPO / "scripts"))
-    import render_report
+    from d2lperf.commands import render_report
 
     out = tmp_path / "report.html"
 
@@ -119,12 +117,12 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys, 
 
 
 def test_logcap_as_a_filter_caps_what_a_rule_pipes_into_its_log(tmp_path):
-    """The hook for rules that send their output to a log: COMMAND 2>&1 | logcap.py LOG."""
+    """The hook for rules that send their output to a log: COMMAND 2>&1 | d2lperf logcap LOG."""
     log = tmp_path / "section.log"
     done = subprocess.run(
         f"set -o pipefail; {sys.executable} -c \"import sys; sys.stdout.write('z' * (5 << 20)); "
         f"print('last'); sys.exit(3)\" 2>&1 | {WORKFLOW_PYTHON} "
-        f"{REPO / 'scripts/d2lperf/logcap.py'} {log}", shell=True, executable="/bin/bash",
+        f"-m d2lperf logcap {log}", shell=True, executable="/bin/bash",
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 3
     kept = log.read_bytes()

@@ -5,9 +5,9 @@ import json
 import subprocess
 
 import pandas as pd
-import summarise
 
 from conftest import REPO, WORKFLOW_PYTHON
+from d2lperf.commands import summarise
 from d2lperf.results import migrate_run
 from d2lperf.tables import load_reference
 
@@ -39,7 +39,7 @@ def test_two_frameworks_side_by_side(tmp_path):
                      "mlp_symbolic_output": {"text": "graph(%x : Tensor) ..."}})
     out = {name: tmp_path / f"{name}.csv" for name in ("summary", "outputs", "verdicts")}
     done = subprocess.run(
-        [str(WORKFLOW_PYTHON), str(REPO / "scripts/summarise.py"), "--runs", str(mxnet),
+        [str(WORKFLOW_PYTHON), "-m", "d2lperf", "summarise", "--runs", str(mxnet),
          str(torch), "--reference", str(REPO / "report/reference.csv"),
          "--schema", str(REPO / "workflow/schemas/samples.schema.yaml"),
          *[x for name, path in out.items() for x in (f"--{name}", str(path))]],

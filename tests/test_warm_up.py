@@ -179,7 +179,7 @@ def fitting(on, devices, gpus):
 
     import argparse
     args = argparse.Namespace(on=on, devices=devices, batch_sizes=[256] * len(devices),
-                              learning_rates=[0.1] * len(devices))
+                              learning_rates=[0.1] * len(devices), seed=0)
     rec = Recorder("multi_gpu_scratch", "mxnet", 0)
     runs, found = training.fitting_runs(args, rec, "lenet", make_devices, lambda: gpus)
     return [r.devices for r in runs], found, rec.notes.get("runs_not_run")

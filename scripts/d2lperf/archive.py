@@ -109,7 +109,7 @@ KEPT_RECORD = "kept-archives.json"  # under results/: what became of each kept a
 # fail on it. Compared without case, for case-insensitive disks. check_machine_id refuses
 # d2lperf.machine's list everywhere; the importer holds to its own record's name besides.
 RESERVED_IDS = RESERVED_RESULT_NAMES | {KEPT_RECORD}
-# What the comparison reads of another machine's tables (scripts/compare.py).
+# What the comparison reads of another machine's tables (d2lperf compare).
 SUMMARY_COLUMNS = ("section", "case", "metric", "epoch", "unit", "count", "median",
                    "ci_low", "ci_high", "status")
 VERDICTS_COLUMNS = ("claim", "name", "section", "verdict", "evidence", "rule")

@@ -98,7 +98,7 @@ def parser(description: str, *, repeated: bool = True,
                             help="rounds per process: timed runs of every case, side by side; "
                                  "every one is kept (default: 5)")
         timing.add_argument("--seed", type=non_negative_int, default=0,
-                            help="seed of the shuffled order of the cases (default: 0)")
+                            help="seed of the cases' balanced orders (default: 0)")
     # which fresh process of its section this is: set by the manager (d2lperf.manager),
     # which then holds the host's lock and measures the machine's steadiness itself
     timing.add_argument("--process", type=non_negative_int, default=None,

@@ -409,14 +409,13 @@ def probe(framework: str, record: RunRecord, n: int = PROBE_SIZE,
 _APART = """\
 import json, sys
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
 from d2lperf import blas
 from d2lperf.errors import Refused
 record, refused = {}, None
 try:
-    blas.probe(sys.argv[2], record, int(sys.argv[3]))
-    if sys.argv[4]:
-        blas.check_blas(Path(sys.argv[4]), record)
+    blas.probe(sys.argv[1], record, int(sys.argv[2]))
+    if sys.argv[3]:
+        blas.check_blas(Path(sys.argv[3]), record)
 except Refused as why:
     refused = str(why)
 print(json.dumps({"record": record, "refused": refused}))
@@ -438,10 +437,10 @@ def probe_apart(framework: str, record: RunRecord, n: int = PROBE_SIZE,
     record["blas_probe"] = probe_record(n)  # what is known here; the probe's own replaces it
     forced = record["blas_probe"]["environment"].get("OPENBLAS_CORETYPE")
     forcing = f"OPENBLAS_CORETYPE={forced!r}: " if forced is not None else ""
-    scripts = str(Path(__file__).resolve().parents[1])
     try:
-        done = subprocess.run([sys.executable, "-c", _APART, scripts, framework, str(n),
+        done = subprocess.run([sys.executable, "-c", _APART, framework, str(n),
                                str(reference or "")], stdout=subprocess.PIPE, text=True,
+                              env=children.importing_this_package(),
                               timeout=timeout, preexec_fn=children.die_with_parent)
     except subprocess.TimeoutExpired:
         how = f"did not finish in {timeout:.0f} s"

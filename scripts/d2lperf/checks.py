@@ -110,8 +110,9 @@ def steadiness_check(runs: dict[str, RunRecord]) -> Verdict:
     rule = (f"a fixed CPU probe ({steadiness.PROBE_REPEATS} runs) on as many processes at "
             "once as the timing has threads (its figure the slowest of them: one busy core "
             "of two shows), the run queue, the load average and /proc/stat, before and after "
-            f"each section; a section is flagged when its probe moved more than "
-            f"{steadiness.PROBE_MOVED:.0%} or more than {steadiness.STEAL_SHARE:.0%} of the "
+            f"each section; a section is flagged when its probe's times before and after are "
+            f"more than {1 + steadiness.PROBE_MOVED:g}× apart or more than "
+            f"{steadiness.STEAL_SHARE:.0%} of the "
             "CPU time was stolen. A section measured in stages also counts, stage by stage, "
             "the cores other programs kept busy and probes again after each stage: a stage "
             f"with more than {steadiness.BUSY_CORES:g} of a core busy beyond those the "
@@ -122,7 +123,8 @@ def steadiness_check(runs: dict[str, RunRecord]) -> Verdict:
     if not measured:
         return Verdict(claim, "machine_steadiness", "all", NA, "no section measured it", rule,
                        "check")
-    flagged = {name: s["flags"] for name, s in measured.items() if s["flags"]}
+    flagged = {name: flags for name, s in measured.items()
+               if (flags := steadiness.recorded_flags(s))}
     probes = [s["probe_before_s"] for s in measured.values()]
     moved = max(measured.values(), key=lambda s: abs(s["probe_moved"]))["probe_moved"]
     steals = [s["steal_share"] for s in measured.values() if s.get("steal_share") is not None]

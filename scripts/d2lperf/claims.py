@@ -79,7 +79,12 @@ OVERLAP_NEEDED = 0.5  # share of the shorter job hidden behind the longer one
 # waited would read far above 1 (the whole work before the return, nothing after); the
 # documents' own 0.0504 / 0.4571 = 0.11 holds with room.
 QUEUE_SHARE = 0.25
-ACCURACY_MARGIN = 0.05  # absolute test accuracy
+# Absolute test accuracy: how far one training run lands from another by chance alone. The
+# documents' LeNet (1 device, batch 256, lr 0.2, 4 epochs) trained with 5 seeds per framework
+# (bench/accuracy_spread.py, 2026-12-06, docs/measurements.md) landed within 0.052 (MXNet),
+# 0.036 (PyTorch) and 0.082 (JAX) of each other, around medians of 0.748-0.754; so one run
+# is judged against the document's figure within the widest of those, not a narrower guess.
+ACCURACY_MARGIN = 0.08
 DEFAULT_BAND = 0.05
 
 

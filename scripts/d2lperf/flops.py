@@ -1,6 +1,6 @@
 """The FLOPs per example of the models the training sections train (report/model_flops.csv).
 
-Counted once per architecture by ``scripts/count_model_flops.py`` (PyTorch's
+Counted once per architecture by ``d2lperf count-flops`` (PyTorch's
 ``FlopCounterMode`` on the very LeNet and ResNet-18 the PyTorch twins train, one forward
 and one backward pass), and kept as data: every framework's twin trains the same
 architecture on the same 1x28x28 images, so one count holds for all of them, and the

@@ -6,12 +6,12 @@ module parses the common ones (output paths, threads, warm-up, repeats), pins th
 thread counts *before* the framework is imported, runs the body once, in this
 process, and writes the tidy CSV and the JSON sidecar. A body that cannot run on
 this machine raises ``Skipped``; any other exception ends the process non-zero with
-its traceback in the log, and the rule's fallback (scripts/record_failure.py)
+its traceback in the log, and the rule's fallback (d2lperf record-failure)
 records the failure.
 
 Run by hand, a script measures in one process: it holds the host's timing lock,
 measures the machine's steadiness before and after, prints its figures and judges
-nothing. The manager (``d2lperf.manager``, scripts/measure.py) starts it with
+nothing. The manager (``d2lperf.manager``, d2lperf measure) starts it with
 ``--process i`` in every fresh process of a section: then the manager holds the lock
 and measures the steadiness, and judges the section's claims after each stage. Nothing
 imported here judges a claim: a framework's environment holds the framework, the

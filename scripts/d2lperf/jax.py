@@ -124,12 +124,12 @@ def seed(n: int):
     return jax.random.key(n)
 
 
-def prepare(args: Any, rec: Any, model: str, seed_value: int = 0) -> tuple[list, list]:
+def prepare(args: Any, rec: Any, model: str) -> tuple[list, list]:
     """The runs that fit this machine and devices enough for the largest
-    (training.fitting_runs); then numpy's and Python's generators seeded (the loader's
-    shuffling draws from numpy's)."""
+    (training.fitting_runs); then numpy's and Python's generators seeded with
+    ``args.seed`` (the loader's shuffling draws from numpy's)."""
     planned, found = training.fitting_runs(args, rec, model, devices, gpu_count)
-    seed(seed_value)
+    seed(args.seed)
     return planned, found
 
 

@@ -7,14 +7,14 @@ first half of ``MAX_LOG_BYTES`` as it comes, the last half held back and written
 with one line in between naming how many bytes were cut. The head says how the job started,
 the tail how it ended (the error that stopped it): the cut is of the middle only.
 
-Standard library only: the aggregate steps' wrapper (scripts/run_step.py) and the manager,
+Standard library only: the aggregate steps' wrapper (``d2lperf run-step``) and the manager,
 which pipes its workers' output, both use it; the archive caps a log already on disk
 (``cap_file``).
 
 As a filter, for a rule whose shell sends its output to its log (pipefail keeps the
 command's exit status)::
 
-    COMMAND 2>&1 | python scripts/d2lperf/logcap.py LOG
+    COMMAND 2>&1 | python -m d2lperf logcap LOG
 
 Hook for a writer of logs (the manager's workers' output, for instance)::
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -109,18 +110,17 @@ def cap_file(path: str | Path, limit: int = MAX_LOG_BYTES) -> bytes:
         return head + cut_notice(size - len(head) - tail_size, limit) + handle.read()
 
 
-def main(argv: list[str]) -> int:
-    """Standard input to the log named by ``argv[1]``, capped; a write that fails (a full
-    disk) is said on stderr once the input ends, and the input is still read to its end."""
+def main(argv: Sequence[str]) -> int:
+    """``d2lperf logcap LOG``: standard input to the log LOG, capped; a write that fails (a
+    full disk) is said on stderr once the input ends, and the input is still read to its end."""
+    if len(argv) != 1:
+        print("usage: d2lperf logcap LOG", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's: read to its end
-    with open(argv[1], "wb") as raw, CappedLog(raw) as log:
+    with open(argv[0], "wb") as raw, CappedLog(raw) as log:
         for chunk in iter(lambda: os.read(sys.stdin.fileno(), 1 << 16), b""):
             log.write(chunk)
     if log.error is not None:
-        print(f"error: cannot write {argv[1]}: {log.error.strerror}", file=sys.stderr)
+        print(f"error: cannot write {argv[0]}: {log.error.strerror}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -176,6 +176,7 @@ class Worker:
         command = [*self.command, "--process", str(index),
                    "--csv", str(csv_path), "--sidecar", str(sidecar)]
         process = subprocess.Popen(command, preexec_fn=children.die_with_parent,
+                                   env=children.importing_this_package(),
                                    start_new_session=True, pass_fds=progress.console_fds())
         name = f"process {index + 1} of {self.processes} (pid {process.pid})"
         try:

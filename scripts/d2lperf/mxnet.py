@@ -228,9 +228,6 @@ def evaluate_accuracy(net, data_iter, ctx) -> float:
     return acc_sum.asscalar() / n
 
 
-MXNET_DEFAULT_SEED = 0  # MXNet's own seed in a fresh process
-
-
 def gpu_count() -> int:
     import mxnet as mx
 
@@ -240,14 +237,15 @@ def gpu_count() -> int:
 def prepare(args: argparse.Namespace, rec, model: str) -> tuple[list[training.Run], list]:
     """The runs that fit this machine and contexts enough for the largest
     (training.fitting_runs: with one GPU the 1-GPU run trains, the 2-GPU one says why
-    not); then both generators seeded, so parameters and shuffling repeat."""
+    not); then both generators seeded with ``args.seed`` (0, a fresh MXNet process's own
+    seed, by default), so parameters and shuffling repeat."""
     planned, ctx = training.fitting_runs(args, rec, model, devices, gpu_count)
     import mxnet as mx
     import numpy as np
 
-    mx.random.seed(MXNET_DEFAULT_SEED)
+    mx.random.seed(args.seed)
     # The DataLoader shuffles with numpy's generator: seeding it makes runs repeatable.
-    np.random.seed(MXNET_DEFAULT_SEED)
+    np.random.seed(args.seed)
     return planned, ctx
 
 

@@ -280,7 +280,7 @@ def _run_validator(schema_folder: str):
 
 
 # The folder a failed run's record keeps its section's last good run in (run.json and
-# samples.csv, as they were), inside the section's own folder (scripts/record_failure.py).
+# samples.csv, as they were), inside the section's own folder (d2lperf record-failure).
 KEPT_FOLDER = "previous"
 
 

@@ -38,7 +38,6 @@ if TYPE_CHECKING:  # this file also runs alone, isolated (-I): the probe's own p
     from d2lperf.records import CpuTimes, Load, Snapshot, Steadiness
 
 PROBE_REPEATS = 5
-PROBE_MOVED = 0.10  # the probe's median after vs before
 STEAL_SHARE = 0.05  # stolen share of all CPU time between before and after
 # Loop iterations per nominal second of the probe: fixed, so that the same
 # probe_seconds is the same work everywhere (measured once on the build machine).
@@ -57,6 +56,10 @@ BUSY_CORES = 0.25
 # good stage aside; in every busy stage of four busy runs the other programs' CPU time
 # (0.58-1.00 cores) had already caught the load. 80% sits between the two.
 PROBE_SLOWER = 0.8
+# A section is flagged when its probe after it ran this much slower, or faster, than
+# before it: the same threshold, for the same reason (the host's own swing reaches +63%;
+# at the 10% this flag had, the quiet reference runs flagged every framework unsteady).
+PROBE_MOVED = PROBE_SLOWER
 RUN_QUEUE_READINGS = 5
 WORKER_START_DELAY_S = 0.15  # time for the probe's processes to start before they begin
 
@@ -157,6 +160,27 @@ def snapshot(seconds: float, threads: int = 1) -> Snapshot:
             "probe_threads": threads, "load_average": load, "cpu_times": cpu_times()}
 
 
+def flags_for(probe_before: float, probe_after: float, steal: float | None) -> list[str]:
+    """Why a section counts as measured on an unsteady machine (empty: it does not), from
+    its probe's medians before and after and the stolen share between them. The report
+    asks again of a record's figures, so that an older record is read by today's rule."""
+    flags = []
+    moved = probe_after / probe_before - 1
+    if max(probe_after / probe_before, probe_before / probe_after) > 1 + PROBE_MOVED:
+        flags.append(f"the CPU probe moved {moved:+.0%} between before and after "
+                     f"(its two times more than {1 + PROBE_MOVED:g}× apart)")
+    if steal is not None and steal > STEAL_SHARE:
+        flags.append(f"{steal:.1%} of the CPU time was stolen by the hypervisor "
+                     f"(more than {STEAL_SHARE:.0%})")
+    return flags
+
+
+def recorded_flags(record: Steadiness) -> list[str]:
+    """``flags_for`` a run record's steadiness, by today's rule."""
+    return flags_for(record["probe_before_s"], record["probe_after_s"],
+                     record.get("steal_share"))
+
+
 def summary(before: Snapshot, after: Snapshot) -> Steadiness:
     """Probe medians, how much the probe moved, the stolen share, and the flags."""
     probe_before = statistics.median(before["probe_s"])
@@ -167,13 +191,7 @@ def summary(before: Snapshot, after: Snapshot) -> Steadiness:
         total = after["cpu_times"]["total"] - before["cpu_times"]["total"]
         stolen = after["cpu_times"]["steal"] - before["cpu_times"]["steal"]
         steal = stolen / total if total > 0 else 0.0
-    flags = []
-    if abs(moved) > PROBE_MOVED:
-        flags.append(f"the CPU probe moved {moved:+.0%} between before and after "
-                     f"(more than {PROBE_MOVED:.0%})")
-    if steal is not None and steal > STEAL_SHARE:
-        flags.append(f"{steal:.1%} of the CPU time was stolen by the hypervisor "
-                     f"(more than {STEAL_SHARE:.0%})")
+    flags = flags_for(probe_before, probe_after, steal)
     return {
         "before": before,
         "after": after,

@@ -3,7 +3,7 @@ never taken as done, and how a file it cannot write is said in one line.
 
 Their outputs are ``update()``: when a step fails, Snakemake restores the last good
 outputs, with a fresh time (a copy), so the next run would take the failed step as done
-and build on its old outputs beside new inputs. So the step's wrapper (scripts/run_step.py)
+and build on its old outputs beside new inputs. So the step's wrapper (d2lperf run-step)
 leaves a marker beside its log when the step fails, listing its outputs, and removes it when
 the step succeeds; the Snakefile, as it is read, makes the outputs a marker lists older
 than any input (``age_failed``): the next run runs the step again (and fails again,

@@ -9,9 +9,10 @@ the next sample so that no sample inherits another's queued work.
 
 Cases that are compared are measured side by side (docs/design.md, "Measured side by side"):
 ``compare`` warms every case up first, then runs rounds in which every case is
-timed once, in a seeded shuffled order, so that a drift of the machine or a
-first-in-process penalty spreads over all cases instead of landing on whichever
-was measured first. Each sample keeps its round and its position in the round.
+timed once, in balanced orders (``round_orders``: a Williams Latin square, seeded), so
+that a drift of the machine or a first-in-process penalty spreads over all cases
+instead of landing on whichever was measured first. Each sample keeps its round and its
+position in the round.
 """
 
 from __future__ import annotations

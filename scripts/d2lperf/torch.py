@@ -78,12 +78,13 @@ def gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def prepare(args: Any, rec: Any, model: str, seed_value: int = 0) -> tuple[list, list]:
+def prepare(args: Any, rec: Any, model: str) -> tuple[list, list]:
     """The runs that fit this machine and devices enough for the largest
     (training.fitting_runs: with one GPU the 1-GPU run trains, the 2-GPU one says why
-    not); then every generator seeded (``seed``), so parameters and shuffling repeat."""
+    not); then every generator seeded with ``args.seed`` (``seed``), so parameters and
+    shuffling repeat."""
     planned, found = training.fitting_runs(args, rec, model, devices, gpu_count)
-    seed(seed_value)
+    seed(args.seed)
     return planned, found
 
 

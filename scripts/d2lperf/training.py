@@ -64,6 +64,10 @@ def add_arguments(
                        help=f"learning rate of each run (document: {_listed(learning_rates)})")
     train.add_argument("--epochs", type=positive_int, default=epochs,
                        help=f"epochs per run; each epoch's time is one sample (document: {epochs})")
+    train.add_argument("--seed", type=non_negative_int, default=0,
+                       help="seed of the parameters' initial values and of the data's order "
+                            "(0: a fresh MXNet process's own seed, as the documents ran); "
+                            "another seed shows how far the accuracy moves by chance")
     devices.add_argument(train)  # type: ignore[arg-type]  (a group takes the same calls)
     fashion = parser.add_argument_group("Fashion-MNIST")
     fashion.add_argument("--data-dir", default=None,

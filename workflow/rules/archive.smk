@@ -1,6 +1,6 @@
 # Archive: `snakemake --cores 1 archive` packs this machine's results, the config
 # used, the locked environments and the code's commit into archives/<machine>.tar.gz
-# (deterministic, with a SHA-256 manifest). scripts/import_results.py adds such
+# (deterministic, with a SHA-256 manifest). d2lperf import adds such
 # archives from other machines under results/.
 
 
@@ -24,7 +24,7 @@ rule config_used:
 
 rule archive:
     input:
-        script="scripts/archive_results.py",
+        script="scripts/d2lperf/commands/archive_results.py",
         report=f"{RESULTS}/report.html",
         config=f"{RESULTS}/config.yaml",
         schema="workflow/schemas/samples.schema.yaml",
@@ -45,6 +45,6 @@ rule archive:
     message:
         f"Archiving this machine's results: archives/{RESULTS_ID}.tar.gz"
     shell:
-        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step archive --"
-        " {params.py:q} {input.script:q} --results {params.results:q}"
+        "{params.py:q} -m d2lperf run-step --log {log:q} --outputs {output:q} --step archive --"
+        " {params.py:q} -m d2lperf archive --results {params.results:q}"
         " --schema {input.schema:q} --extra {params.extra:q} --out {output:q}"

@@ -1,11 +1,25 @@
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
 
 from snakemake.settings.types import DeploymentMethod
 
-sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
+# This workflow's own package (scripts/d2lperf), here and in every job it starts, before any
+# d2lperf an environment has installed: a checkout or a copy of the workflow runs its own
+# code. Jobs call its steps as `python -m d2lperf <command>` (d2lperf.cli); every shell
+# job starts with Snakemake's own prefix (bash's strict mode: pipefail keeps a section's
+# exit status through its log's pipe) and this folder first on PYTHONPATH.
+SCRIPTS = os.path.join(workflow.basedir, "scripts")
+sys.path.insert(0, SCRIPTS)
+# (Snakemake formats the prefix as it formats a rule's shell line: its braces are doubled.)
+SCRIPTS_FIRST = shlex.quote(SCRIPTS).replace("{", "{{").replace("}", "}}")
+shell.prefix(
+    "set -euo pipefail; export PYTHONPATH="
+    + SCRIPTS_FIRST
+    + '"${{PYTHONPATH:+:$PYTHONPATH}}"; '
+)
 
 from d2lperf import sections as SECTION_TABLE
 from d2lperf import children, hostlock
@@ -163,7 +177,7 @@ CONDA_ENV = {name: f"../../{f.environment}" for name, f in FRAMEWORK.items()}
 EXPERIMENT_PY = INTERPRETER[DOCUMENTS]
 EXPERIMENT_ENV = CONDA_ENV[DOCUMENTS]
 WORKFLOW_PY = "python" if USING_CONDA else sys.executable
-# A section's manager (scripts/measure.py: it starts the framework's interpreter, and
+# A section's manager (`d2lperf measure`: it starts the framework's interpreter, and
 # judges with scipy) runs in Snakemake's own interpreter, under conda too, where `python`
 # is the framework's (docs/design.md, "Worker and manager").
 MANAGER_PY = sys.executable
@@ -357,7 +371,7 @@ def comparison_inputs(wildcards):
 
 
 def kept_record(wildcards):
-    """What became of the kept archives (scripts/import_results.py --kept), so the report
+    """What became of the kept archives (`d2lperf import --kept`), so the report
     lists the refused ones; absent when none was ever imported."""
     record = "results/kept-archives.json"
     return {"kept": record} if os.path.exists(record) else {}

@@ -7,7 +7,7 @@
 # with it. update() backs each output up before the job and restores it when it fails
 # (tests/test_faults.py runs it); the scripts write each file whole, at the end.
 #
-# Each runs through scripts/run_step.py: its log capped (d2lperf.logcap), and when it fails,
+# Each runs through d2lperf run-step: its log capped (d2lperf.logcap), and when it fails,
 # the reason in one line on the console and its restored outputs made older than its inputs
 # (d2lperf.steps, read by the Snakefile), so that the next run runs it again.
 
@@ -18,7 +18,7 @@ TABLES_CAPTION = "../../report/captions/tables.rst"
 
 rule summarise:
     input:
-        script="scripts/summarise.py",
+        script="scripts/d2lperf/commands/summarise.py",
         reference="report/reference.csv",
         labels="report/labels.csv",
         schema="workflow/schemas/samples.schema.yaml",
@@ -48,15 +48,15 @@ rule summarise:
     message:
         "Summarising every sample into tables and deciding the claims"
     shell:
-        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step summarise --"
-        " {params.py:q} {input.script:q} --runs {input.runs:q} --reference {input.reference:q}"
+        "{params.py:q} -m d2lperf run-step --log {log:q} --outputs {output:q} --step summarise --"
+        " {params.py:q} -m d2lperf summarise --runs {input.runs:q} --reference {input.reference:q}"
         " --labels {input.labels:q} --schema {input.schema:q} --summary {output.summary:q}"
         " --outputs {output.outputs:q} --verdicts {output.verdicts:q} --band {params.band:q}"
 
 
 rule plots:
     input:
-        script="scripts/plots.py",
+        script="scripts/d2lperf/commands/plots.py",
         labels="report/labels.csv",
         summary=f"{RESULTS}/summary.csv",
         samples=SAMPLE_TABLES,
@@ -77,14 +77,14 @@ rule plots:
     message:
         "Drawing a plot per section"
     shell:
-        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step plots --"
-        " {params.py:q} {input.script:q} --summary {input.summary:q}"
+        "{params.py:q} -m d2lperf run-step --log {log:q} --outputs {output:q} --step plots --"
+        " {params.py:q} -m d2lperf plots --summary {input.summary:q}"
         " --samples {input.samples:q} --labels {input.labels:q} --out {output:q}"
 
 
 rule compare:
     input:
-        script="scripts/compare.py",
+        script="scripts/d2lperf/commands/compare.py",
         summaries=[f"results/{m}/summary.csv" for m in [RESULTS_ID, *OTHER_MACHINES]],
         verdicts=[f"results/{m}/verdicts.csv" for m in [RESULTS_ID, *OTHER_MACHINES]],
         machines=[f"results/{m}/machine.json" for m in [RESULTS_ID, *OTHER_MACHINES]],
@@ -105,8 +105,8 @@ rule compare:
     message:
         f"Comparing this machine with {len(OTHER_MACHINES)} other(s): {', '.join(OTHER_MACHINES)}"
     shell:
-        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step compare --"
-        " {params.py:q} {input.script:q} --summaries {input.summaries:q}"
+        "{params.py:q} -m d2lperf run-step --log {log:q} --outputs {output:q} --step compare --"
+        " {params.py:q} -m d2lperf compare --summaries {input.summaries:q}"
         " --verdicts {input.verdicts:q} --baseline {params.baseline:q}"
         " --table {output.table:q} --verdicts-table {output.verdicts:q}"
         " --machines {input.machines:q} --machines-table {output.machines:q}"
@@ -134,7 +134,7 @@ rule report:
     input:
         unpack(comparison_inputs),
         unpack(kept_record),
-        script="scripts/render_report.py",
+        script="scripts/d2lperf/commands/render_report.py",
         # the report's parts: a change to one renders the report again
         parts=sorted(str(p) for p in Path("scripts/d2lperf/report").glob("*.py")),
         template="report/templates/report.html.j2",
@@ -167,8 +167,8 @@ rule report:
     message:
         f"Writing the report, {RESULTS}/report.html"
     shell:
-        "{params.py:q} scripts/run_step.py --log {log:q} --outputs {output:q} --step report --"
-        " {params.py:q} {input.script:q} --machine {input.machine:q}"
+        "{params.py:q} -m d2lperf run-step --log {log:q} --outputs {output:q} --step report --"
+        " {params.py:q} -m d2lperf report --machine {input.machine:q}"
         " --summary {input.summary:q} --outputs {input.outputs:q}"
         " --verdicts {input.verdicts:q} --runs {input.runs:q} --plots {input.plots:q}"
         " --benchmarks {input.benchmarks:q} --sections {input.sections:q}"

@@ -1,6 +1,6 @@
 # One rule per section of the chapter and framework, named after it (`snakemake --forcerun
 # hybridize` for the documents' framework's, `hybridize_<framework>` for a twin). Each calls
-# the manager (scripts/measure.py), which runs scripts/sections/<framework>/<section>.py
+# the manager (`d2lperf measure`), which runs scripts/sections/<framework>/<section>.py
 # in that framework's environment with explicit arguments from the preset, in fresh
 # processes, and judges its stages; the job holds the whole machine lock while it times, and
 # records a failure instead of losing the other sections' results. The console shows each
@@ -10,7 +10,7 @@
 
 rule machine_info:
     input:
-        script="scripts/machine_info.py",
+        script="scripts/d2lperf/commands/machine_info.py",
     output:
         f"{RESULTS}/machine.json",
     log:
@@ -28,13 +28,13 @@ rule machine_info:
     message:
         "Recording this machine (CPU, memory, GPUs, software)"
     shell:
-        "env {params.environment:q} {params.py:q} {input.script:q}"
+        "env {params.environment:q} {params.py:q} -m d2lperf machine-info"
         " --machine {params.machine:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule blas_reference:
     input:
-        script="scripts/blas_reference.py",
+        script="scripts/d2lperf/commands/blas_reference.py",
     output:
         BLAS_REFERENCE,
     log:
@@ -48,7 +48,7 @@ rule blas_reference:
     message:
         "Computing the float64 reference the BLAS variant is checked against"
     shell:
-        "{params.py:q} {input.script:q} --out {output:q} > {log:q} 2>&1"
+        "{params.py:q} -m d2lperf blas-reference --out {output:q} > {log:q} 2>&1"
 
 
 for section, framework in JOBS:
@@ -96,12 +96,12 @@ for section, framework in JOBS:
         # pipefail keeps the manager's exit status for record_failure.
         shell:
             "env {params.environment:q} D2LPERF_PROGRESS_FD=3"
-            " {params.manager_py:q} scripts/measure.py --section {params.section:q}"
+            " {params.manager_py:q} -m d2lperf measure --section {params.section:q}"
             " --framework {params.framework:q} --python {params.py:q}"
             " --script {input.script:q} {params.args:q}"
             " --csv {output.csv:q} --sidecar {output.sidecar:q} 3>&2 2>&1"
-            " | {params.workflow_py:q} scripts/d2lperf/logcap.py {log:q}"
-            " || {params.workflow_py:q} scripts/record_failure.py"
+            " | {params.workflow_py:q} -m d2lperf logcap {log:q}"
+            " || {params.workflow_py:q} -m d2lperf record-failure"
             " --section {params.section:q} --framework {params.framework:q}"
             " --exit-code $? --log {log:q}"
             " --csv {output.csv:q} --sidecar {output.sidecar:q}"

@@ -1,4 +1,4 @@
-"""The parts of the report's view model, by concern: scripts/render_report.py reads the
+"""The parts of the report's view model, by concern: d2lperf report reads the
 tables and runs them through these into one view, then fills the page's template.
 
 The top layer of the library: the parts import the modules below (claims, labels,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from d2lperf import checks, claims, verdicts
+from d2lperf import checks, claims, steadiness, verdicts
 from d2lperf.claims import Claim
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.report.values import (
@@ -25,7 +25,7 @@ CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, n
     ("Machine steadiness", ("machine_steadiness",)),
 ]
 # Every verdict a row of verdicts.csv may give, worst first (d2lperf.verdicts words them):
-# the site colours the same words (scripts/site.py).
+# the site colours the same words (d2lperf site).
 VERDICT_RANK = {verdicts.FAILS: 0, verdicts.UNSURE: 1, verdicts.HOLDS: 2, verdicts.NOT_HERE: 3,
                 verdicts.NA: 3}
 DECISIVE = (verdicts.HOLDS, verdicts.FAILS)
@@ -77,8 +77,8 @@ def short_name(claim: Claim) -> str:
 
 def effect_words(form: str, value: float | None, low: float | None, high: float | None,
                  effect: str | None = None, processes: int | None = None) -> str:
-    """A claim's ratio in words: '4.1× faster [3.6–4.6]'; 'too few processes to tell (2
-    ran)' where the interval is too wide to say anything."""
+    """A claim's ratio in words, its unit on every number: '4.1× faster [3.6–4.6×]'; 'too
+    few processes to tell (2 ran)' where the interval is too wide to say anything."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value <= 0:
         return ""
     if form in ("speedup", "share", "overlap", "more") and too_wide(low, high):
@@ -89,20 +89,20 @@ def effect_words(form: str, value: float | None, low: float | None, high: float 
         if effect == "no meaningful difference":
             return f"no meaningful difference (×{number(value)})"
         if value <= 1:
-            span = f" [{number(1 / high)}–{number(1 / low)}]" if interval else ""
+            span = f" [{number(1 / high)}–{number(1 / low)}×]" if interval else ""
             return f"{number(1 / value)}× faster{span}"
-        span = f" [{number(low)}–{number(high)}]" if interval else ""
+        span = f" [{number(low)}–{number(high)}×]" if interval else ""
         return f"{number(value)}× slower{span}"
     span = f" [{100 * low:.0f}–{100 * high:.0f}%]" if interval else ""
     if form == "share":
         if value >= 2:  # a front end that waits: queueing takes longer than the wait
-            span = f" [{number(low)}–{number(high)}]" if interval else ""
+            span = f" [{number(low)}–{number(high)}×]" if interval else ""
             return f"queueing {number(value)}× the wait{span}"
         return f"queued in {100 * value:.0f}% of the wait{span}"
     if form == "overlap":
         return f"together {100 * value:.0f}% of the sum{span}"
     if form == "more":
-        span = f" [{number(low)}–{number(high)}]" if interval else ""
+        span = f" [{number(low)}–{number(high)}×]" if interval else ""
         return f"{number(value)}× the memory{span}"
     return ""
 
@@ -149,7 +149,7 @@ def case_accuracy_words(case: str, rows: list[Row], last: Row, framework: str) -
             and r.get("median") is not None]
     at = [r for r in mine if r["epoch"] == last["epoch"]]
     if at:
-        return f"{device_words(case)} {at[0]['median']:.2f}"
+        return f"{at[0]['median']:.2f} ({device_words(case)})"
     if mine:
         return (f"{device_words(case)}: ran {int(max(r['epoch'] for r in mine))} of "
                 f"{int(last['epoch'])} epochs")
@@ -157,8 +157,8 @@ def case_accuracy_words(case: str, rows: list[Row], last: Row, framework: str) -
 
 
 def accuracy_words(claim: Claim, framework: str | None, summary: list[Row]) -> str:
-    """An accuracy claim in words: each case's accuracy after the document's last epoch
-    (``framework`` None: the document's own figures)."""
+    """An accuracy claim in words: each case's test accuracy after the document's last
+    epoch, with its device count (``framework`` None: the document's own figures)."""
     parts, epoch = [], None
     for case in filter(None, claim.figures[0].split("+")):
         rows = [r for r in summary if r["case"] == case and r["metric"] == "accuracy"
@@ -167,7 +167,7 @@ def accuracy_words(claim: Claim, framework: str | None, summary: list[Row]) -> s
         if last is None:
             continue
         epoch = int(last["epoch"])
-        words = (f"{last['document_printed']}" if framework is None
+        words = (f"{last['document_printed']} ({device_words(case)})" if framework is None
                  else case_accuracy_words(case, rows, last, framework))
         if words:
             parts.append(words)
@@ -176,7 +176,9 @@ def accuracy_words(claim: Claim, framework: str | None, summary: list[Row]) -> s
     ran = {p.split(": ", 1)[-1] for p in parts if ": ran " in p}
     if len(ran) == 1 and len(ran) == len({p.split(": ", 1)[-1] for p in parts}):
         return ran.pop()  # every case ran as far: say it once
-    return ", ".join(parts) + (f" at epoch {epoch}" if "ran " not in parts[0] else "")
+    if "ran " in parts[0]:
+        return ", ".join(parts)
+    return f"test accuracy {', '.join(parts)} after epoch {epoch}"
 
 
 def evidence_words(verdict: Row, labels: dict[str, str]) -> str:
@@ -293,16 +295,34 @@ def check_text(name: str, mine: list[Row], runs: list[Row]) -> str:
         return f"{' and '.join(apart)} apart" if apart else str(mine[0]["evidence"])
     v = mine[0]
     if name == "first_position_effect" and v.get("ratio") is not None:
-        return (f"{percent(v['ratio'] - 1)} [{percent(v['ratio_low'] - 1)}, "
-                f"{percent(v['ratio_high'] - 1)}]")
+        return (f"the first case of a process takes {percent(v['ratio'] - 1)} time "
+                f"[{percent(v['ratio_low'] - 1)}, {percent(v['ratio_high'] - 1)}]")
     steady = [r["steadiness"] for r in runs if r.get("steadiness")]
     if name == "machine_steadiness" and steady:
         moved = max((s["probe_moved"] for s in steady), key=abs)
         steal = max((s.get("steal_share") or 0 for s in steady), default=0)
-        flagged = sum(1 for s in steady if s.get("flags"))
-        return (f"probe ≤ {percent(moved)}, steal {100 * steal:.1f}%, "
-                f"{flagged} of {len(steady)} flagged")
+        return (f"CPU probe moved at most {percent(moved)} within a section, "
+                f"{100 * steal:.1f}% of CPU time stolen")
     return str(v["evidence"])
+
+
+def machine_state(runs: list[Row]) -> str | None:
+    """The machine's steadiness as a state, not a verdict: "steady", or "busy in 2 of 8
+    sections" (those whose probe or steal was flagged, or with a stage of processes measured
+    while other programs kept the CPU busy); None where no section measured it."""
+    measured = [r for r in runs if r.get("steadiness")]
+    if not measured:
+        return None
+    busy = sum(1 for r in measured if steadiness.recorded_flags(r["steadiness"])
+               or any(h.get("busy") for h in (r.get("stages") or {}).get("history") or []))
+    return f"busy in {busy} of {len(measured)} sections" if busy else "steady"
+
+
+def check_rows(rows: list[Row]) -> list[Row]:
+    """The checks in full, the machine's steadiness worded as a state ("steady", "busy")."""
+    states = {verdicts.HOLDS: "steady", verdicts.FAILS: "busy"}
+    return [{**v, "state": states.get(v["verdict"]) if v["name"] == "machine_steadiness"
+             else None} for v in rows if v.get("kind") == "check"]
 
 
 def check_lines(verdicts: list[Row], frameworks: list[str],
@@ -320,8 +340,10 @@ def check_lines(verdicts: list[Row], frameworks: list[str],
                 cells.append(None)
                 continue
             worst = min(mine, key=lambda v: VERDICT_RANK.get(v["verdict"], 1))
-            text = check_text(names[0], mine, [r for k, r in runs.items() if k[0] == framework])
+            own = [r for k, r in runs.items() if k[0] == framework]
+            state = machine_state(own) if names[0] == "machine_steadiness" else None
             cells.append({"framework": FRAMEWORKS.get(framework, framework),
-                          "verdict": worst["verdict"], "text": text})
+                          "verdict": worst["verdict"], "state": state,
+                          "text": check_text(names[0], mine, own)})
         lines.append({"title": title, "cells": cells})
     return lines

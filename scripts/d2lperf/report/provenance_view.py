@@ -153,7 +153,8 @@ def ceilings_text(summary: list[Row], runs: dict[tuple[str, str], Row] | None = 
         if (peak and r["unit"] == "GFLOP/s" and not r["case"].startswith("gpu")
                 and workloads.precision_of(r["case"]) == "fp32"):
             notes.append(f"{100 * r['median'] / peak['gflops_high']:.0f}–"
-                         f"{100 * r['median'] / peak['gflops_low']:.0f}% of the CPU's peak")
+                         f"{100 * r['median'] / peak['gflops_low']:.0f}% of the CPU's "
+                         "float32 peak, 2 or 1 FMA units a core")
         parts.append(f"{r['case']} {r['median']:.1f} {r['unit']}"
                      + (f" ({', '.join(notes)})" if notes else ""))
     if peak:

@@ -8,7 +8,7 @@ import argparse
 import math
 import statistics
 
-from d2lperf import stages
+from d2lperf import stages, steadiness
 from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.report.provenance_view import measured_when
@@ -52,7 +52,7 @@ def not_run_lines(section: str, mine: dict[str, Row], statuses: dict[str, str]) 
 
 def kept_words(previous: Row | None) -> str:
     """Where a failed run's record says its section's last good run is kept (beside it,
-    by scripts/record_failure.py), and when that run was: the report shows the failure,
+    by d2lperf record-failure), and when that run was: the report shows the failure,
     and says the earlier figures exist rather than showing them as this run's."""
     if not previous:
         return ""
@@ -99,7 +99,7 @@ def run_line(run: Row | None) -> Row:
                       f"{steady['probe_after_s']:.3f} s ({100 * steady['probe_moved']:+.0f}%)"
                       + (f", {100 * steady['steal_share']:.1f}% of the CPU time stolen"
                          if steady.get("steal_share") is not None else ""))
-        flags = steady.get("flags") or []
+        flags = steadiness.recorded_flags(steady)
     text = ", ".join(plain)
     if steady or run.get("stages"):
         text += "; " + steadiness_words(run.get("stages") or {}, flags, threads)

@@ -22,12 +22,8 @@ All cases of a block are compared round by round (timing.compare), in a balanced
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
+import sys
 
 from d2lperf import devices as device_options
 from d2lperf import harness, timing

@@ -25,12 +25,8 @@ thread count and hands its figures back in a JSON file.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
+import sys
 
 from d2lperf import devices as device_options
 from d2lperf import jax as d2l

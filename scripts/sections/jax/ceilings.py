@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
 
 from d2lperf import arguments, harness, timing
 from d2lperf import jax as d2l

@@ -24,13 +24,10 @@ d2lperf.jax.sync before the clock stops: JAX dispatches asynchronously on the CP
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
+import sys
 import time
+from pathlib import Path
 
 from d2lperf import harness, symbolic, timing
 from d2lperf import jax as d2l

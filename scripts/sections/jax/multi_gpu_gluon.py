@@ -31,19 +31,14 @@ are JAX's two host devices.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
+import sys
 
 from d2lperf import energy, harness, timing, training
 from d2lperf import jax as d2l
 from d2lperf.describe import Stats
 from d2lperf.results import Recorder
 
-SEED = 0
 NO_DEFERRED_INIT = ("parameters are arrays that init makes, on the devices they are put "
                     "on: no deferred initialisation, so no 'not initialized on cpu(0)'")
 
@@ -152,7 +147,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
     case = training.case_name("resnet18", len(devices))
     print("running on:", devices, flush=True)
     # each run initialises the net afresh, as Gluon's force_reinit=True does
-    variables = net.init(d2l.seed(SEED), jnp.zeros((1, 1, 28, 28)))
+    variables = net.init(d2l.seed(args.seed), jnp.zeros((1, 1, 28, 28)))
     split, replicated = placements(devices)
     params, stats = jax.device_put((variables["params"], variables["batch_stats"]), replicated)
     optimizer = optax.sgd(lr)
@@ -194,9 +189,9 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
 def body(args: argparse.Namespace, rec: Recorder) -> None:
     import jax.numpy as jnp
 
-    runs, devices = d2l.prepare(args, rec, "resnet18", SEED)
+    runs, devices = d2l.prepare(args, rec, "resnet18")
     net = resnet18(10)
-    variables = net.init(d2l.seed(SEED), jnp.zeros((1, 1, 28, 28)))
+    variables = net.init(d2l.seed(args.seed), jnp.zeros((1, 1, 28, 28)))
     training.demos_on_two(rec, devices, lambda found: demos(rec, net, variables, found))
     for run in runs:
         train(args, rec, net, devices[:run.devices], run.batch_size, run.lr)

@@ -26,18 +26,13 @@ after the clock stops.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
+import sys
 
 from d2lperf import energy, harness, timing, training
 from d2lperf import jax as d2l
 from d2lperf.results import Recorder
 
-SEED = 0
 NO_GRAD_BUFFER = ("JAX keeps no gradient beside a parameter (jax.grad returns one): the "
                   "zeros a first gradient starts from, where MXNet's attach_grad allocates "
                   "them")
@@ -219,8 +214,8 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs, devices = d2l.prepare(args, rec, "lenet", SEED)
-    params = init_params(d2l.seed(SEED))
+    runs, devices = d2l.prepare(args, rec, "lenet")
+    params = init_params(d2l.seed(args.seed))
     training.demos_on_two(rec, devices, lambda found: demos(rec, params, found))
     for run in runs:
         train(args, rec, params, devices[:run.devices], run.batch_size, run.lr)

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
 
 from d2lperf import arguments, blas, harness, mxnet_gpu, timing
 from d2lperf import mxnet as d2l

@@ -16,8 +16,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/: home of d2lperf
-
 from d2lperf import harness, symbolic, timing
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder, report

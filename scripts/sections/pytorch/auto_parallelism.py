@@ -34,12 +34,8 @@ without one records the section as skipped.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
+import sys
 
 from d2lperf import arguments, harness, timing, workloads
 from d2lperf import torch as d2l

@@ -30,15 +30,12 @@ Every timing ends in d2lperf.torch.sync before the clock stops.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
 import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from d2lperf import children, harness, provenance, symbolic, timing

@@ -39,20 +39,15 @@ module as it is: both runs train on the one CPU, the second on its larger batch.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
 import copy
+import sys
 
 from d2lperf import energy, harness, timing, training
 from d2lperf import torch as d2l
 from d2lperf.describe import Stats
 from d2lperf.results import Recorder
 
-SEED = 0
 NO_DEFERRED_INIT = ("a module's parameters are created and initialised with it, on one "
                     "device; there is no deferred initialisation, so no 'not initialized on "
                     "cpu(0)'")
@@ -228,7 +223,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs, devices = d2l.prepare(args, rec, "resnet18", SEED)
+    runs, devices = d2l.prepare(args, rec, "resnet18")
     net = resnet18(10)
     training.demos_on_two(rec, devices, lambda found: demos(rec, net, found))
     for run in runs:

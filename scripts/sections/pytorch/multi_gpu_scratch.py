@@ -31,18 +31,12 @@ copies made where ``.to(device)`` would otherwise hand back the same tensor, and
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
+import sys
 
 from d2lperf import energy, harness, timing, training
 from d2lperf import torch as d2l
 from d2lperf.results import Recorder
-
-SEED = 0
 
 
 def init_params():
@@ -215,7 +209,7 @@ def train(args: argparse.Namespace, rec: Recorder, params, devices, batch_size: 
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    runs, devices = d2l.prepare(args, rec, "lenet", SEED)
+    runs, devices = d2l.prepare(args, rec, "lenet")
     if args.on == "cpu" and len(devices) > 1:
         rec.notes["stand_in"] = ("both devices are the one CPU: the multi-device code runs "
                                  "as a code path, the two shards one after the other")

@@ -18,12 +18,8 @@ round by round, every timing ending in d2lperf.torch.sync before the clock stops
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # scripts/, for d2lperf
-
 import argparse
+import sys
 
 from d2lperf import devices as device_options
 from d2lperf import harness, timing

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from d2lperf import mxnet_gpu
 
-ENVS = Path(__file__).resolve().parents[1] / "envs"
+ENVS = Path(__file__).resolve().parents[3] / "envs"
 BASE_LOCK = ENVS / "mxnet.lock.txt"
 CUDA_LOCK = ENVS / "mxnet-cu117.lock.txt"
 CHOICES = ("auto", *mxnet_gpu.BUILDS)
@@ -88,7 +89,7 @@ def link_cuda_libraries(packages: Path) -> list[Path]:
     return made
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("choose", help="print the build auto picks, then why")
@@ -123,6 +124,3 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text("\n".join(pins) + "\n")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,8 +11,8 @@ plot that says so (the report shows a line instead).
 from __future__ import annotations
 
 import argparse
-import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -230,7 +230,7 @@ def with_framework(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(framework=frame["framework"].replace("", DOCUMENTS).fillna(DOCUMENTS))
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summary", required=True, type=Path)
     p.add_argument("--samples", required=True, type=Path, nargs="+")
@@ -239,7 +239,7 @@ def main() -> int:
                         f"{LABELS_CSV})")
     p.add_argument("--out", required=True, type=Path, nargs="+",
                    help="<section>.svg for each plot to draw")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     hostlock.share("plots")  # never beside a timing of any run
     summary = with_framework(read_table(args.summary, keep_default_na=False,
                                         na_values={c: [""] for c in NUMERIC}))
@@ -254,6 +254,3 @@ def main() -> int:
                  samples[samples["section"] == section], out, labels)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """Run one aggregate step (summarise, plots, compare, report, archive) with its log capped,
 and say on the console why it failed.
 
-    run_step.py --step report --log LOG --outputs OUT ... -- COMMAND ...
+    d2lperf run-step --step report --log LOG --outputs OUT ... -- COMMAND ...
 
 Everything COMMAND prints goes to LOG, capped (d2lperf.logcap: head and tail kept, the cut
 said). When it fails, one line goes to this process's stderr, the console: the step, its
@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 
 from d2lperf import logcap, steps
 
@@ -43,14 +44,14 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--step", required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--outputs", nargs="*", default=[],
                    help="the step's outputs, made older than its inputs when it fails")
     p.add_argument("command", nargs=argparse.REMAINDER)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
         code, last, log_error = run(command, args.log)
@@ -67,6 +68,3 @@ def main() -> int:
     print(f"{args.step} failed ({how}): {said} [{where}]", file=sys.stderr, flush=True)
     return code if code > 0 else 128 - code
 
-
-if __name__ == "__main__":
-    sys.exit(main())

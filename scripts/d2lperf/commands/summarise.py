@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -225,7 +226,7 @@ def outputs_verdict(outputs: pd.DataFrame, framework: str) -> verdicts.Verdict:
                           framework=framework)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", required=True, type=Path, nargs="+",
                    help="each section's run.json (its samples.csv lies beside it)")
@@ -239,7 +240,7 @@ def main() -> int:
     p.add_argument("--verdicts", required=True)
     p.add_argument("--band", type=positive_fraction, default=claims.DEFAULT_BAND,
                    help="practical band of the ratio verdicts: 1 +- band (default: 0.05)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     hostlock.share("summarise")  # never beside a timing of any run
     try:
         reference = load_reference(args.reference)
@@ -267,6 +268,3 @@ def main() -> int:
           f"{len(samples)} samples")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

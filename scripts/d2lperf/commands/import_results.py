@@ -1,6 +1,9 @@
 """Add other machines' archived results under results/, so the next report compares them.
 
-    .venv/bin/python scripts/import_results.py ARCHIVE.tar.gz [...] [--as NEW_ID]
+    .venv/bin/d2lperf import ARCHIVE.tar.gz [...] [--as NEW_ID]
+
+Run it in the checkout, as Snakemake runs: results/ and config/config.yaml (whose machine
+key names this machine's own runs) are those of the current folder.
 
 Each archive is verified first (size limits, manifest, checksums, JSON and table
 schemas, safe names, a valid machine id not already taken); a bad archive is refused
@@ -10,7 +13,7 @@ this one is killed, and moved into place whole; imports into the same results fo
 turns (one that waits says so). Imported folders are never re-run or
 overwritten by Snakemake: a run whose machine id is an imported one is refused.
 
-    .venv/bin/python scripts/import_results.py --kept report/machines
+    .venv/bin/d2lperf import --kept report/machines
 
 imports the archives the repository keeps (a GPU check's), each under its file name,
 once: `make report` runs it before the pipeline, so every report compares against them.
@@ -28,6 +31,7 @@ import contextlib
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -35,14 +39,14 @@ import yaml
 from d2lperf.archive import ArchiveError, import_archive, import_kept, one_line
 from d2lperf.machine import MachineIdError, check_machine_id, machine_id
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _exit_on(signum, frame):
     raise SystemExit(128 + signum)  # unwinds, so the staging folder is removed
 
 
-def local_ids(given: list[str], config: Path = REPO / "config/config.yaml") -> tuple[str, ...]:
+def local_ids(given: list[str], config: Path = Path("config/config.yaml")) -> tuple[str, ...]:
     """The ids this machine's own runs write under (and their system-BLAS variants): those
     given, else the id derived from this hardware and the config's machine key, if set."""
     ids = list(given)
@@ -54,7 +58,7 @@ def local_ids(given: list[str], config: Path = REPO / "config/config.yaml") -> t
     return tuple(i for base in ids for i in (base, f"{base}--system-blas"))
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _exit_on)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -67,9 +71,11 @@ def main() -> int:
     p.add_argument("--local-id", action="append", default=[], metavar="ID",
                    help="a machine id of this machine's own runs, never taken by a kept "
                         "archive (default: the id derived from this hardware)")
-    p.add_argument("--results", type=Path, default=REPO / "results")
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="the results folder to import into (default: results/ here, where "
+                        "the workflow runs)")
     p.add_argument("--schema", type=Path, default=REPO / "workflow/schemas/samples.schema.yaml")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.rename and len(args.archives) > 1:
         p.error("--as takes one archive")
     if bool(args.kept) == bool(args.archives):
@@ -102,6 +108,3 @@ def main() -> int:
         print(f"{path}: imported as {target} in {time.perf_counter() - start:.2f} s")
     return 1 if failed else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,7 @@ input images is not computed, nor counted); element-wise work, pooling, batch no
 the parameter update are not counted, as a model-FLOPs utilisation counts them.
 
 Run it in the PyTorch environment after changing a model:
-``.venv-torch/bin/python scripts/count_model_flops.py`` (``--out`` elsewhere);
+``.venv-torch/bin/d2lperf count-flops`` (``--out`` elsewhere);
 tests/test_model_flops.py recounts and compares.
 """
 
@@ -21,12 +21,12 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib.util
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from d2lperf.flops import COLUMNS, TABLE
 
-HERE = Path(__file__).resolve().parent
+SECTIONS = Path(__file__).resolve().parents[2] / "sections"
 
 INPUT_SHAPE = (1, 28, 28)  # Fashion-MNIST, not resized, in both training sections
 BATCH = 8  # the products scale with the batch: the count is divided by it
@@ -34,7 +34,7 @@ BATCH = 8  # the products scale with the batch: the count is divided by it
 
 def section_script(name: str):
     """A PyTorch twin's script as a module (its models, without running it)."""
-    path = HERE / "sections" / "pytorch" / f"{name}.py"
+    path = SECTIONS / "pytorch" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"pytorch_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -88,10 +88,10 @@ def rows() -> list[dict[str, object]]:
     return found
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=TABLE, help=f"default: {TABLE}")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     with open(args.out, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
@@ -99,6 +99,3 @@ def main() -> int:
     print(args.out.read_text(), end="")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

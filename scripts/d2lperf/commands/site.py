@@ -1,6 +1,6 @@
 """One page for every machine measured (asv's ``publish``): a static folder, ``site/``.
 
-    .venv/bin/python scripts/site.py [--results results] [--out site]
+    .venv/bin/d2lperf site [--results results] [--out site]
 
 Reads every machine's folder under results/ (this machine's, and those imported from
 kept archives: report/machines/, archives/) that holds a verdicts table and a
@@ -12,8 +12,8 @@ same claims the report shows, filterable by framework and by device (machines wi
 or without).
 
 Each machine's own page, ``<out>/<machine>/report.html``, is rendered here by the
-report's code and template (scripts/render_report.py) from the machine's checked tables
-and run records, its plots drawn again by scripts/plots.py: an archive's own report.html
+report's code and template (d2lperf report) from the machine's checked tables
+and run records, its plots drawn again by d2lperf plots: an archive's own report.html
 and plots are never read, so nothing an archive brings runs in a page the site writes
 (docs/design.md, "Kept archives and imports never block a run"). A machine whose page
 lacks an input is listed without one, the reason on stderr.
@@ -34,23 +34,23 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import jinja2
-import render_report
 
-from d2lperf import hostlock, sections, workloads
+from d2lperf import children, hostlock, sections, workloads
 from d2lperf.archive import ArchiveError, open_regular
+from d2lperf.commands import render_report
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY
 from d2lperf.report.claims_view import VERDICT_RANK, is_claim, short_name, unknown, wording
 from d2lperf.results import RecordError, machine_traits, read_machine, read_run, write_text
 from d2lperf.tables import TableError, read_table
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 TEMPLATE = REPO / "report/templates/site.html.j2"
 REPORT_TEMPLATE = REPO / "report/templates/report.html.j2"
-PLOTS = REPO / "scripts/plots.py"
 LABELS_CSV = REPO / "report/labels.csv"
 # What the site reads of a machine's folder: its record and tables, and in each section's
 # folder its run record and samples. Nothing else (an archive's report.html, plots,
@@ -202,20 +202,22 @@ def machine_entry(copy: Path) -> dict[str, object]:
 
 
 def redraw_plots(copy: Path, out: Path) -> tuple[list[Path], str]:
-    """Each section's plot drawn again by scripts/plots.py from the machine's checked
+    """Each section's plot drawn again by d2lperf plots from the machine's checked
     summary and samples (an archive's own SVG could carry script), and why none were
     drawn where none were."""
     samples = sorted(copy.glob("*/samples.csv"))
     if not samples:
         return [], "no samples to draw"
     targets = [out / f"{name}.svg" for name in sections.names()]
-    done = subprocess.run([sys.executable, str(PLOTS), "--summary", str(copy / "summary.csv"),
+    done = subprocess.run([sys.executable, "-m", "d2lperf", "plots",
+                           "--summary", str(copy / "summary.csv"),
                            "--samples", *map(str, samples), "--labels", str(LABELS_CSV),
                            "--out", *map(str, targets)],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+                          capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env=children.importing_this_package())
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
-        return [], lines[-1] if lines else f"scripts/plots.py ended {done.returncode}"
+        return [], lines[-1] if lines else f"d2lperf plots ended {done.returncode}"
     return targets, ""
 
 
@@ -325,8 +327,8 @@ def write_pages(out: Path, machines: list, work: Path, results: Path) -> list[st
     return refused
 
 
-def main() -> int:
-    args = parser().parse_args()
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     hostlock.share("the site")  # never beside a timing's lock being taken by force
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="d2lperf-site-") as tmp:
@@ -348,6 +350,3 @@ def main() -> int:
         print(f"site: refused {line}", file=sys.stderr)
     return 1 if refused else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

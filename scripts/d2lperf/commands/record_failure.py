@@ -25,6 +25,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from d2lperf import provenance
@@ -102,7 +103,7 @@ def keep_previous(table: Path, sidecar: Path) -> RunRecord | None:
     return {"path": str(kept), "samples": samples, **when}
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--section", required=True)
     p.add_argument("--framework", choices=FRAMEWORKS, default=DOCUMENTS)
@@ -110,7 +111,7 @@ def main() -> int:
     p.add_argument("--log", required=True, type=Path)
     p.add_argument("--csv", required=True)
     p.add_argument("--sidecar", required=True)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.exit_code in INTERRUPTED:
         print(f"{args.section} was interrupted (exit code {args.exit_code}); its previous "
               "results, if any, are kept", file=sys.stderr)
@@ -138,6 +139,3 @@ def main() -> int:
           file=sys.stderr)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

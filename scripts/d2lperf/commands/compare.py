@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -32,7 +33,7 @@ from d2lperf.results import (  # noqa: E402
 )
 from d2lperf.tables import TableError, check_summary_rows, read_table, summary_schema  # noqa: E402
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "workflow/schemas"
+SCHEMAS = Path(__file__).resolve().parents[3] / "workflow/schemas"
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "d2l-perf"})
 CASE = ["framework", "section", "case", "metric", "epoch"]
 COMPARED_METRICS = ("time", "memory", "rate")
@@ -161,7 +162,7 @@ def machine_facts(paths: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["machine", *machine_traits({})])
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summaries", type=Path, nargs="+", required=True,
                    help="results/<machine>/summary.csv of every machine")
@@ -174,7 +175,7 @@ def main() -> int:
                    help="results/<machine>/machine.json of every machine")
     p.add_argument("--machines-table", type=Path,
                    help="machines_compared.csv: what tells the machines apart")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     hostlock.share("compare")  # never beside a timing of any run
     machines = [s.parent.name for s in args.summaries]
     if args.baseline not in machines:
@@ -205,6 +206,3 @@ def main() -> int:
     print(f"compared {len(machines)} machines against {args.baseline}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,13 @@ import jinja2
 from d2lperf import hostlock, provenance, steps
 from d2lperf.archive import kept_refusals
 from d2lperf.labels import Labels
-from d2lperf.report.claims_view import chance_line, check_lines, claim_rows, wording
+from d2lperf.report.claims_view import (
+    chance_line,
+    check_lines,
+    check_rows,
+    claim_rows,
+    wording,
+)
 from d2lperf.report.comparison import comparison
 from d2lperf.report.figures_view import outputs_side_by_side, side_by_side
 from d2lperf.report.gpu_view import datasheet_shares, energy_view
@@ -56,7 +63,7 @@ from d2lperf.report.values import FRAMEWORKS, like_document, ratio, records
 from d2lperf.results import RecordError, read_machine, read_run, write_text
 from d2lperf.tables import TableError
 
-REPORT_FOLDER = Path(__file__).resolve().parents[1] / "report"  # labels.csv
+REPORT_FOLDER = Path(__file__).resolve().parents[3] / "report"  # labels.csv
 
 
 def render(args: argparse.Namespace) -> str:
@@ -120,7 +127,7 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
         claims=claims,
         chance=chance_line(claims),
         checks=check_lines(verdicts, frameworks, runs),
-        check_rows=[v for v in verdicts if v.get("kind") == "check"],
+        check_rows=check_rows(verdicts),
         overview=overview(figures, summary, frameworks, titles),
         runs=[{"title": s["title"]["title"], "section": s["section"],
                "framework": r["framework"], "run": r["run"],
@@ -162,9 +169,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main() -> int:
-    args = parser().parse_args()
-    hostlock.share("render_report")  # never beside a timing of any run
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    hostlock.share("report")  # never beside a timing of any run
     try:
         page = render(args)
     except (RecordError, TableError) as error:
@@ -178,6 +185,3 @@ def main() -> int:
     print(f"wrote {args.out}; peak memory {provenance.peak_rss_mb()['self']:.0f} MB")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Write one machine's results as a deterministic, verifiable archive (see d2lperf.archive).
 
-    archive_results.py --results results/M --extra NAME=PATH ... --out archives/M.tar.gz
+    d2lperf archive --results results/M --extra NAME=PATH ... --out archives/M.tar.gz
 
 The archive is read back as its import reads it before it is put in place: an archive the
 import would refuse (a file over a limit of d2lperf.archive) is not written, and the error
@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from d2lperf import archive, hostlock, provenance, steps
 
-SCHEMA = Path(__file__).resolve().parents[1] / "workflow/schemas/samples.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[3] / "workflow/schemas/samples.schema.yaml"
 
 
 def first_link(folder: Path) -> Path | None:
@@ -30,7 +31,7 @@ def first_link(folder: Path) -> Path | None:
     return None
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", required=True, type=Path, help="results/<machine> folder")
     p.add_argument("--extra", nargs="*", default=[], metavar="NAME=PATH",
@@ -38,8 +39,8 @@ def main() -> int:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--schema", type=Path, default=SCHEMA,
                    help=f"the samples schema an import checks against (default: {SCHEMA})")
-    args = p.parse_args()
-    hostlock.share("archive_results")  # never beside a timing of any run
+    args = p.parse_args(argv)
+    hostlock.share("archive")  # never beside a timing of any run
     link = first_link(args.results)
     if link is not None:
         print(f"error: {link} is a symbolic link, which an archive never follows: remove it, "
@@ -59,6 +60,3 @@ def main() -> int:
     print(f"wrote {args.out}: {len(listing['files'])} files, {size / 1e6:.2f} MB")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,22 +9,22 @@ whether a smoke test ran on it (d2lperf.mxnet_gpu.preflight).
 from __future__ import annotations
 
 import argparse
-import sys
+from collections.abc import Sequence
 
 from d2lperf import hostlock, machine, mxnet_gpu, provenance
 from d2lperf.mxnet import build_info as mxnet_build
 from d2lperf.results import write_json
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--machine", required=True, help="the machine id naming the results folder")
     p.add_argument("--out", required=True, help="machine.json to write")
     p.add_argument("--smoke-timeout", type=float, default=180,
                    help="seconds each GPU's MXNet smoke test may take (default: 180)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     # never beside a timing of any run (it runs MXNet's smoke test on each GPU)
-    hostlock.share("machine_info")
+    hostlock.share("machine-info")
 
     try:
         import numpy
@@ -51,6 +51,3 @@ def main() -> int:
     print(f"wrote {args.out} for machine {args.machine}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
