@@ -15,7 +15,6 @@ the claims' margin (d2lperf.claims.ACCURACY_MARGIN). Nothing here asserts: it pr
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import subprocess
 import sys
@@ -26,18 +25,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from conftest import EXPERIMENT_PYTHON, JAX_PYTHON, TORCH_PYTHON  # noqa: E402
+from conftest import EXPERIMENT_PYTHON, JAX_PYTHON, TORCH_PYTHON, read_rows  # noqa: E402
 from d2lperf.claims import ACCURACY_MARGIN  # noqa: E402
 
 PYTHONS = {"mxnet": EXPERIMENT_PYTHON, "pytorch": TORCH_PYTHON, "jax": JAX_PYTHON}
 CASE = "lenet_1_device"
 
 
-def accuracies(samples: Path) -> list[float]:
+def accuracies(out: Path) -> list[float]:
     """The run's test accuracy after each epoch, in order."""
-    with open(samples, newline="", encoding="utf-8") as handle:
-        rows = [r for r in csv.DictReader(handle)
-                if r["case"] == CASE and r["metric"] == "accuracy"]
+    rows = [r for r in read_rows(out) if r["case"] == CASE and r["metric"] == "accuracy"]
     return [float(r["value"]) for r in sorted(rows, key=lambda r: int(r["epoch"]))]
 
 
@@ -52,7 +49,7 @@ def train(framework: str, seed: int, args: argparse.Namespace, tmp: Path) -> lis
                "--on", "cpu",  # the documents' 1-device run, on the CPU
                *(["--train-limit", str(args.train_limit)] if args.train_limit else [])]
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
-    found = accuracies(out / "samples.csv") if done.returncode == 0 else []
+    found = accuracies(out) if done.returncode == 0 else []
     if not found:
         raise SystemExit(f"{framework} seed {seed} trained nothing (exit code "
                          f"{done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")

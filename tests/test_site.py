@@ -170,15 +170,21 @@ def opened(path: Path):
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        problems, requests = [], []
-        page.on("console", lambda m: problems.append(m.text)
-                if m.type in ("error", "warning") else None)
-        page.on("pageerror", lambda e: problems.append(str(e)))
-        page.on("request", lambda r: requests.append(r.url))
-        page.goto(path.as_uri(), wait_until="load")
-        yield page, problems, requests
+        yield open_page(browser, path)
         browser.close()
+
+
+def open_page(browser, path: Path, viewport: tuple[int, int] = (1280, 800)):
+    """``path`` in a new page of ``browser``: the page, every console problem and every
+    request it made."""
+    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+    problems, requests = [], []
+    page.on("console", lambda m: problems.append(m.text)
+            if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.as_uri(), wait_until="load")
+    return page, problems, requests
 
 
 @pytest.fixture(scope="module")
@@ -250,11 +256,7 @@ def test_every_verdict_of_three_frameworks_is_on_the_first_screen(site, page, vi
     browser = page[0].context.browser
     for kept in KEPT:
         machine = kept.name.removesuffix(".tar.gz")
-        p = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
-        problems: list[str] = []
-        p.on("console", lambda m, seen=problems: seen.append(m.text)
-             if m.type in ("error", "warning") else None)
-        p.goto((out / machine / "report.html").as_uri(), wait_until="load")
+        p, problems, _ = open_page(browser, out / machine / "report.html", viewport)
         try:
             assert problems == []
             heads = p.eval_on_selector_all("#claims thead th", "els => els.length")

@@ -440,7 +440,6 @@ def probe_apart(framework: str, record: RunRecord, n: int = PROBE_SIZE,
     try:
         done = subprocess.run([sys.executable, "-c", _APART, framework, str(n),
                                str(reference or "")], stdout=subprocess.PIPE, text=True,
-                              env=children.importing_this_package(),
                               timeout=timeout, preexec_fn=children.die_with_parent)
     except subprocess.TimeoutExpired:
         how = f"did not finish in {timeout:.0f} s"

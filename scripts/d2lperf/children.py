@@ -30,24 +30,10 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
-
-
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])  # the folder holding d2lperf
-
-
-def importing_this_package(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``env`` (by default this process's environment) for a child Python that must import
-    this very d2lperf, not another copy installed in its environment: the folder holding
-    it first on PYTHONPATH. A section's workers, the BLAS probe and the site's plots run so:
-    a checkout or a copy of the workflow measures with its own code."""
-    env = dict(os.environ if env is None else env)
-    rest = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = PACKAGE_ROOT + (os.pathsep + rest if rest else "")
-    return env
 
 
 def die_with_parent() -> None:

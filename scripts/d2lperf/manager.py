@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
 import subprocess
 import sys
@@ -44,6 +45,8 @@ from d2lperf.arguments import (
 from d2lperf.frameworks import REGISTRY
 from d2lperf.records import RunRecord, SampleRow, Snapshot
 from d2lperf.results import read_json, write_run
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])  # the folder holding d2lperf
 
 STAGE_PROBE_REPEATS = 3  # the threaded probe after each stage (before and after: 5)
 MANAGER_OPTIONS = ("processes", "budget_seconds", "band")  # added to the worker's parameters
@@ -156,6 +159,16 @@ def manager_options(args: argparse.Namespace) -> dict[str, object]:
             for key in MANAGER_OPTIONS if getattr(args, key) is not None or key in defaults}
 
 
+def worker_environment() -> dict[str, str]:
+    """This environment, with the folder holding this d2lperf first on PYTHONPATH: a worker
+    is a script started by its path in its framework's interpreter, which may have no
+    d2lperf installed (a GPU image's Python, a conda environment) or another copy of it, and
+    must import the very package its manager runs (a checkout or a copy of the workflow
+    measures with its own code). Its own children inherit it."""
+    rest = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, rest]))}
+
+
 class Worker:
     """The section's script in its framework's interpreter, one fresh process per call,
     each in a session of its own and within ``worker_limit``."""
@@ -176,7 +189,7 @@ class Worker:
         command = [*self.command, "--process", str(index),
                    "--csv", str(csv_path), "--sidecar", str(sidecar)]
         process = subprocess.Popen(command, preexec_fn=children.die_with_parent,
-                                   env=children.importing_this_package(),
+                                   env=worker_environment(),
                                    start_new_session=True, pass_fds=progress.console_fds())
         name = f"process {index + 1} of {self.processes} (pid {process.pid})"
         try:

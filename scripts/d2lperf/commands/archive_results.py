@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from d2lperf import archive, hostlock, provenance, steps
+from d2lperf.results import SCHEMAS
 
-SCHEMA = Path(__file__).resolve().parents[3] / "workflow/schemas/samples.schema.yaml"
+SCHEMA = SCHEMAS / "samples.schema.yaml"
 
 
 def first_link(folder: Path) -> Path | None:

@@ -26,6 +26,7 @@ from d2lperf import hostlock, steps  # noqa: E402
 from d2lperf.claims import FAILS, HOLDS, NA, NOT_HERE, UNSURE  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS  # noqa: E402
 from d2lperf.results import (  # noqa: E402
+    SCHEMAS,
     RecordError,
     current_rows,
     machine_traits,
@@ -33,7 +34,6 @@ from d2lperf.results import (  # noqa: E402
 )
 from d2lperf.tables import TableError, check_summary_rows, read_table, summary_schema  # noqa: E402
 
-SCHEMAS = Path(__file__).resolve().parents[3] / "workflow/schemas"
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "d2l-perf"})
 CASE = ["framework", "section", "case", "metric", "epoch"]
 COMPARED_METRICS = ("time", "memory", "rate")

@@ -38,8 +38,7 @@ import yaml
 
 from d2lperf.archive import ArchiveError, import_archive, import_kept, one_line
 from d2lperf.machine import MachineIdError, check_machine_id, machine_id
-
-REPO = Path(__file__).resolve().parents[3]
+from d2lperf.results import SCHEMAS
 
 
 def _exit_on(signum, frame):
@@ -74,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=Path("results"),
                    help="the results folder to import into (default: results/ here, where "
                         "the workflow runs)")
-    p.add_argument("--schema", type=Path, default=REPO / "workflow/schemas/samples.schema.yaml")
+    p.add_argument("--schema", type=Path, default=SCHEMAS / "samples.schema.yaml")
     args = p.parse_args(argv)
     if args.rename and len(args.archives) > 1:
         p.error("--as takes one archive")

@@ -18,9 +18,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from d2lperf import mxnet_gpu
+from d2lperf import mxnet_gpu, provenance
 
-ENVS = Path(__file__).resolve().parents[3] / "envs"
+ENVS = provenance.REPO_ROOT / "envs"
 BASE_LOCK = ENVS / "mxnet.lock.txt"
 CUDA_LOCK = ENVS / "mxnet-cu117.lock.txt"
 CHOICES = ("auto", *mxnet_gpu.BUILDS)

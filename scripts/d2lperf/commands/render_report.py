@@ -61,9 +61,7 @@ from d2lperf.report.provenance_view import (
 from d2lperf.report.sections_view import run_key, sections_view
 from d2lperf.report.values import FRAMEWORKS, like_document, ratio, records
 from d2lperf.results import RecordError, read_machine, read_run, write_text
-from d2lperf.tables import TableError
-
-REPORT_FOLDER = Path(__file__).resolve().parents[3] / "report"  # labels.csv
+from d2lperf.tables import REPORT, TableError
 
 
 def render(args: argparse.Namespace) -> str:
@@ -92,7 +90,7 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
     frameworks = [f for f in FRAMEWORKS if any(k[0] == f for k in runs)] + sorted(
         {k[0] for k in runs} - set(FRAMEWORKS))
     titles = {r["section"]: r for r in records(args.sections)}
-    labels = Labels.read(args.labels or REPORT_FOLDER / "labels.csv")
+    labels = Labels.read(args.labels or REPORT / "labels.csv")
     claims_table = wording()
     summary = records(args.summary)
     outputs = records(args.outputs)

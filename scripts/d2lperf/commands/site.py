@@ -40,18 +40,18 @@ from typing import Any
 
 import jinja2
 
-from d2lperf import children, hostlock, sections, workloads
+from d2lperf import hostlock, provenance, sections, workloads
 from d2lperf.archive import ArchiveError, open_regular
 from d2lperf.commands import render_report
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY
 from d2lperf.report.claims_view import VERDICT_RANK, is_claim, short_name, unknown, wording
 from d2lperf.results import RecordError, machine_traits, read_machine, read_run, write_text
-from d2lperf.tables import TableError, read_table
+from d2lperf.tables import REPORT, TableError, read_table
 
-REPO = Path(__file__).resolve().parents[3]
-TEMPLATE = REPO / "report/templates/site.html.j2"
-REPORT_TEMPLATE = REPO / "report/templates/report.html.j2"
-LABELS_CSV = REPO / "report/labels.csv"
+REPO = provenance.REPO_ROOT
+TEMPLATE = REPORT / "templates/site.html.j2"
+REPORT_TEMPLATE = REPORT / "templates/report.html.j2"
+LABELS_CSV = REPORT / "labels.csv"
 # What the site reads of a machine's folder: its record and tables, and in each section's
 # folder its run record and samples. Nothing else (an archive's report.html, plots,
 # sections.csv, benchmarks) is read.
@@ -213,8 +213,7 @@ def redraw_plots(copy: Path, out: Path) -> tuple[list[Path], str]:
                            "--summary", str(copy / "summary.csv"),
                            "--samples", *map(str, samples), "--labels", str(LABELS_CSV),
                            "--out", *map(str, targets)],
-                          capture_output=True, text=True, cwd=REPO, timeout=600,
-                          env=children.importing_this_package())
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         return [], lines[-1] if lines else f"d2lperf plots ended {done.returncode}"
