@@ -1,9 +1,10 @@
 """Which ceiling a timing's rate is set against, for every framework's device names."""
 
+import pytest
 import yaml
 
 from conftest import REPO
-from d2lperf import workloads
+from d2lperf import flops, workloads
 
 
 def matches(pattern: str, names: list[str]) -> list[str]:
@@ -72,13 +73,28 @@ def test_the_run_schema_requires_every_parameter_a_rate_is_computed_from():
              "multi_gpu_gluon": ["resnet18_1_device", "resnet18_2_devices",
                                  "resnet18_8_devices", "resnet18_3_devices",
                                  "lenet_1_device", "weight_not_initialized_on"]}
+    cases["data_parallel"] = ["lenet_1_device", "resnet18_2_devices", "lenet_8_devices",
+                              "resnet18_16_devices", "vgg_1_device", "lenet_devices"]
+    values = {"models": ["lenet", "resnet18"], "images": [8192, 2048]}
     assert set(required) == set(cases)
     for section, names in cases.items():
-        rated = [workloads.work(section, case, OnlyThese.fromkeys(required[section], 10))
-                 for case in names]
+        given = OnlyThese({key: values.get(key, 10) for key in required[section]})
+        rated = [workloads.work(section, case, given) for case in names]
         assert all(r is not None for r in rated[:4])
-        if section.startswith("multi_gpu"):  # another model's case, or not an epoch's
-            assert rated[4:] == [None, None]
+        if section.startswith("multi_gpu") or section == "data_parallel":
+            assert rated[4:] == [None, None]  # another model's case, or not a device count's
+
+
+def test_a_data_parallel_sample_counts_its_own_images_per_model():
+    parameters = {"models": ["lenet", "resnet18"], "images": [8192, 2048], "train_limit": None}
+    lenet, unit = workloads.work("data_parallel", "lenet_2_devices", parameters)
+    assert unit == "GFLOP"
+    assert lenet == pytest.approx(flops.train_flops("lenet") * 8192 / 1e9)
+    resnet, _ = workloads.work("data_parallel", "resnet18_8_devices", parameters)
+    assert resnet == pytest.approx(flops.train_flops("resnet18") * 2048 / 1e9)
+    # the epoch sections still count an epoch's images
+    epoch, _ = workloads.work("multi_gpu_gluon", "resnet18_2_devices", parameters)
+    assert epoch == pytest.approx(flops.train_flops("resnet18") * 60_000 / 1e9)
 
 
 def test_a_float32_figure_is_never_set_against_another_precisions_product():

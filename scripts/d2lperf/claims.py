@@ -306,6 +306,7 @@ class Claim:
     short: str = ""
     form: str = "speedup"
     figures: tuple[str, str] = ("", "")
+    figures_section: str = ""  # where the documents printed those figures, if elsewhere
 
 
 # How a claim's ratio reads in the report: a speed-up, a share of the wait, a share of the
@@ -319,7 +320,8 @@ def declared(section: str, spec: SpeedClaim) -> Claim:
     label = spec.label or f"{spec.faster}/{spec.slower}"
     return Claim(spec.name, section, spec.text,
                  lambda m: _speed_claim(m, section, spec.faster, spec.slower, label),
-                 short=spec.short, figures=(spec.faster, spec.slower))
+                 short=spec.short, figures=(spec.faster, spec.slower),
+                 figures_section=spec.document_section)
 
 
 WRITTEN: list[Claim] = [
@@ -459,7 +461,7 @@ def decide(m: Measurements, framework: str, section: str | None = None,
     checks = aa_checks(m, section)
     judged = []
     for claim in CLAIMS:
-        if section not in (None, claim.section):
+        if section not in (None, claim.section) or not has_section(framework, claim.section):
             continue
         found = claim.check(m)
         why_not = claim.where.why_not(framework, m.runs.get(claim.section))
@@ -470,6 +472,14 @@ def decide(m: Measurements, framework: str, section: str | None = None,
                               applies=where_words(claim.where), framework=framework, **found))
     holm(judged, unseen)
     return checks + judged
+
+
+def has_section(framework: str, section: str) -> bool:
+    """Whether ``framework`` has the section a claim is about: a framework without its
+    script (MXNet's data-parallel section is not written) has no verdict on it, rather
+    than one saying it did not run."""
+    entry = SECTIONS.get(section)
+    return entry is None or entry.has(framework)
 
 
 def applying_claims(framework: str, run: RunRecord) -> list[str]:

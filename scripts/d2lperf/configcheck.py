@@ -16,7 +16,10 @@ from d2lperf.machine import MachineIdError, check_machine_id
 from d2lperf.presets import per_framework_value
 
 # One training run per entry: devices[i] devices, batch_sizes[i], learning_rates[i].
-TRAINING_LISTS = ("devices", "batch_sizes", "learning_rates")
+# Lists of a section's options that pair up entry by entry: a training run's devices,
+# batch size and learning rate; a data-parallel model's images and learning rate.
+PAIRED_LISTS = {"devices": ("devices", "batch_sizes", "learning_rates", "training run"),
+                "models": ("models", "images", "learning_rates", "model")}
 
 
 class ConfigError(ValueError):
@@ -224,12 +227,14 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
         raise ConfigError("\n".join(_message(e, schema) for e in errors))
     for name, preset in config["presets"].items():
         for section, options in preset.items():
-            lists = {k: len(options[k]) for k in TRAINING_LISTS if k in options}
+            paired = next((PAIRED_LISTS[k] for k in PAIRED_LISTS if k in options), ("",))
+            *keys, what = paired
+            lists = {k: len(options[k]) for k in keys if k in options}
             if len(set(lists.values())) > 1:
                 sizes = ", ".join(f"{k} has {n}" for k, n in lists.items())
                 raise ConfigError(
                     f"config section presets.{name}.{section}: {', '.join(lists)} must have "
-                    f"one entry per training run, the same number each ({sizes})"
+                    f"one entry per {what}, the same number each ({sizes})"
                 )
     running = config.get("frameworks") or frameworks.names()
     for name, preset in config["presets"].items():

@@ -5,14 +5,16 @@ here beyond them (an A/A twin, a training loss, a PyTorch-only variant) is label
 the first row of labels.csv that names it: an exact case before a pattern (``lenet_*``),
 and a more specific pattern (more characters that are not ``*``) before a wider one, so
 ``torch_mm_bf16_*`` labels ``torch_mm_bf16_2048`` wherever ``torch_mm_*`` stands.
-In a label, ``{suffix}`` is the case's last ``_`` part, ``{epoch}`` its epoch and
-``{case}`` the case itself; a label with ``{epoch}`` fits per-epoch rows only.
+In a label, ``{suffix}`` is the case's last ``_`` part, ``{epoch}`` its epoch,
+``{devices}`` the devices of a ``<model>_<n>_device(s)`` case ("2 devices") and ``{case}`` the
+case itself; a label with ``{epoch}`` fits per-epoch rows only.
 """
 
 from __future__ import annotations
 
 import csv
 import fnmatch
+import re
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,8 @@ class Labels:
             per_epoch = "{epoch}" in row["label"]
             if per_epoch != (epoch is not None):
                 continue
+            count = re.search(r"_(\d+_devices?)$", case)
             return row["label"].format(suffix=case.rsplit("_", 1)[-1], case=case,
-                                       epoch="" if epoch is None else int(epoch))
+                                       epoch="" if epoch is None else int(epoch),
+                                       devices=count.group(1).replace("_", " ") if count else "")
         return None

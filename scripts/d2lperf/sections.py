@@ -15,6 +15,7 @@ and the section scripts all read it, and reading it must load nothing else.
 from __future__ import annotations
 
 import csv
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +61,9 @@ class SpeedClaim:
     """A claim declared with its section: ``faster`` takes less time than ``slower``,
     judged by the speed rule (``d2lperf.claims``) on their ratio of medians. ``text``: the
     claim, framework-neutral; ``short``: the report's first screen; ``label``: how the
-    evidence names the ratio (default ``faster/slower``). Claims with rules of their own
+    evidence names the ratio (default ``faster/slower``); ``document_section``: the
+    section whose documents' figures of the same cases the report sets beside it, where
+    the documents printed them under another section. Claims with rules of their own
     are written in ``d2lperf.claims``."""
 
     name: str
@@ -69,6 +72,7 @@ class SpeedClaim:
     faster: str
     slower: str
     label: str = ""
+    document_section: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,8 @@ class Section:
     ``document_runs``: a training section's calls of the documents' ``train(num_gpus,
     batch_size, lr)`` and epochs, the defaults of ``training.parser``.
     ``framework_options``: preset keys that only one framework's script takes.
-    ``plot``: how plots.py draws it (``timing``, ``memory``, ``training``, ``rates``);
+    ``plot``: how plots.py draws it (``timing``, ``memory``, ``training``, ``rates``,
+    ``scaling``: images/s and efficiency against devices);
     ``off_the_plot``: cases kept in its table but off its timing plot.
     ``gpus``: GPUs the section was written for; ``cpu_stand_in``: where the machine has
     fewer, it runs on CPU contexts as the document did (else it is skipped, unless the
@@ -130,6 +135,16 @@ class Section:
 
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "sections"  # a folder per framework
+
+
+def load_script(framework: str, name: str):
+    """A section's script as a module, without running it (its models, for another
+    script or a command that uses the same ones: one definition of each)."""
+    path = SCRIPTS / framework / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{framework}_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # In the documents' order: the report shows them so.
@@ -225,6 +240,38 @@ SECTIONS: dict[str, Section] = {s.name: s for s in [
         data=True,
         runtime=120,
         mem_mb=16000,
+    ),
+    Section(
+        "data_parallel",
+        title="Data-parallel training at every device count (DistributedDataParallel)",
+        document="seeds/000 and seeds/001, with today's API",
+        heading="多GPU并行计算; 多GPU简洁实现",
+        plot_title="LeNet and ResNet-18, data-parallel: images/s against devices",
+        options={"models": {"type": "array", "minItems": 1, "uniqueItems": True,
+                            "items": {"enum": ["lenet", "resnet18"]}},
+                 "images": {"type": "array", "minItems": 1, "items": COUNT,
+                            "description": "images per timed sample, per model"},
+                 "learning_rates": {"type": "array", "minItems": 1,
+                                    "items": {"type": "number", "exclusiveMinimum": 0}},
+                 "device_counts": {"type": "array", "minItems": 1, "items": COUNT},
+                 "batch_size": COUNT, "train_limit": COUNT, **REPEATED},
+        required=("models", "images", "learning_rates", "device_counts", "batch_size",
+                  *REPEATED_REQUIRED),
+        plot="scaling",
+        data=True,
+        runtime=60,
+        mem_mb=16000,
+        claims=(SpeedClaim(
+            "two_devices_train_lenet_faster", "two devices train LeNet faster than one "
+            "(data-parallel, one process per device)", "2 devices train LeNet faster",
+            faster="lenet_2_devices", slower="lenet_1_device", label="2 devices/1 device",
+            document_section="multi_gpu_scratch"),
+            SpeedClaim(
+            "two_devices_train_resnet_faster", "two devices train ResNet-18 faster than "
+            "one (data-parallel, one process per device)",
+            "2 devices train ResNet-18 faster", faster="resnet18_2_devices",
+            slower="resnet18_1_device", label="2 devices/1 device",
+            document_section="multi_gpu_gluon")),
     ),
     # not a section of the chapter: this machine's peak rates, which the report sets the
     # timings against; the best of every framework's libraries (so every framework has it)

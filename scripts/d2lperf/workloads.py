@@ -18,8 +18,11 @@ from d2lperf import flops, machine
 FLOAT32_BYTES = 4
 # Fashion-MNIST's training set: an epoch trains on all of it, or on --train-limit images.
 TRAIN_EXAMPLES = 60_000
-# The model each training section trains; its cases are <model>_<n>_device(s).
-TRAINING_MODELS = {"multi_gpu_scratch": "lenet", "multi_gpu_gluon": "resnet18"}
+# The models each training section trains; its cases are <model>_<n>_device(s). An epoch
+# case trains an epoch's images; a data-parallel case a fixed number per sample.
+TRAINING_MODELS = {"multi_gpu_scratch": ("lenet",), "multi_gpu_gluon": ("resnet18",),
+                   "data_parallel": ("lenet", "resnet18")}
+PER_SAMPLE = ("data_parallel",)
 # CPU flags that give bfloat16 products a unit of their own (AVX512_BF16's dot products,
 # AMX's tiles): there a bfloat16 ceiling is measured beside float32.
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -83,14 +86,23 @@ def work(section: str, case: str, parameters: Mapping[str, Any]) -> tuple[float,
             return dots * parameters["gpu_size"] ** 2 * FLOAT32_BYTES / 1e9, "GB"
     model = training_model(section, case)
     if model:
-        return flops.train_flops(model) * examples_per_epoch(parameters) / 1e9, "GFLOP"
+        return flops.train_flops(model) * examples(section, model, parameters) / 1e9, "GFLOP"
     return None
 
 
 def training_model(section: str, case: str) -> str | None:
-    """The model a training section's epoch case trains (``lenet_2_devices``: LeNet)."""
-    model = TRAINING_MODELS.get(section)
-    return model if model and re.fullmatch(rf"{model}_\d+_devices?", case) else None
+    """The model a training section's case trains (``lenet_2_devices``: LeNet)."""
+    found = re.fullmatch(r"(\w+?)_\d+_devices?", case)
+    return found.group(1) if found and found.group(1) in TRAINING_MODELS.get(section, ()) \
+        else None
+
+
+def examples(section: str, model: str, parameters: Mapping[str, Any]) -> int:
+    """The images one sample of a training case trains on: a data-parallel sample's
+    fixed number (``--images``, per model), else an epoch's."""
+    if section in PER_SAMPLE:
+        return int(parameters["images"][parameters["models"].index(model)])
+    return examples_per_epoch(parameters)
 
 
 def examples_per_epoch(parameters: Mapping[str, Any]) -> int:

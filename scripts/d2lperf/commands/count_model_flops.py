@@ -20,25 +20,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
 from d2lperf.flops import COLUMNS, TABLE
-
-SECTIONS = Path(__file__).resolve().parents[2] / "sections"
+from d2lperf.sections import load_script
 
 INPUT_SHAPE = (1, 28, 28)  # Fashion-MNIST, not resized, in both training sections
 BATCH = 8  # the products scale with the batch: the count is divided by it
-
-
-def section_script(name: str):
-    """A PyTorch twin's script as a module (its models, without running it)."""
-    path = SECTIONS / "pytorch" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"pytorch_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def count(forward, parameters) -> tuple[int, int]:
@@ -61,9 +50,9 @@ def count(forward, parameters) -> tuple[int, int]:
 
 def models() -> dict[str, tuple]:
     """Each model's forward function and parameters, as its twin builds them."""
-    scratch = section_script("multi_gpu_scratch")
+    scratch = load_script("pytorch", "multi_gpu_scratch")
     params = [p.requires_grad_() for p in scratch.init_params()]
-    gluon = section_script("multi_gpu_gluon")
+    gluon = load_script("pytorch", "multi_gpu_gluon")
     net = gluon.resnet18(10)
     net.apply(gluon.init_weights)
     net.train()

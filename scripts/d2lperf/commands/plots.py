@@ -21,7 +21,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from d2lperf import hostlock, steps  # noqa: E402
+from d2lperf import hostlock, scaling, steps  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY  # noqa: E402
 from d2lperf.labels import Labels  # noqa: E402
 from d2lperf.sections import SECTIONS  # noqa: E402
@@ -204,6 +204,58 @@ def async_memory(summary: pd.DataFrame, title: str, out: Path) -> None:
     save(fig, out)
 
 
+def scaling_curves(summary: pd.DataFrame, title: str, out: Path) -> None:
+    """Images/s against devices, a line per model (solid, dashed) and framework (its
+    colour) with its ideal dotted (the smallest count's rate times the devices); beside
+    it the scaling efficiency with its interval, 1 being perfect."""
+    rates = summary[summary["metric"] == scaling.THROUGHPUT].dropna(subset=["median"])
+    if rates.empty:
+        nothing_to_show(out, title, "no measurements")
+        return
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 2.8))
+    efficiency = summary[summary["metric"] == scaling.EFFICIENCY].dropna(subset=["median"])
+    efficiency = efficiency.assign(**{c: pd.to_numeric(efficiency[c], errors="coerce")
+                                      for c in ("ci_low", "ci_high")})
+    models = list(dict.fromkeys(rates["case"].str.replace(r"_\d+_devices?$", "", regex=True)))
+    for framework in frameworks_of(rates):
+        colour, marker = COLOURS.get(framework), MARKERS.get(framework, "o")
+        for k, model in enumerate(models):
+            pattern = rf"{model}_\d+_devices?$"
+            mine = rates[(rates["framework"] == framework) & rates["case"].str.match(pattern)]
+            if mine.empty:
+                continue
+            mine = mine.assign(n=mine["case"].map(scaling.device_count)).sort_values("n")
+            name = f"{model}, {NAMES.get(framework, framework)}"
+            left.plot(mine["n"], mine["median"], ("-", "--")[k % 2], marker=marker,
+                      color=colour, label=name)
+            left.plot(mine["n"], mine["median"].iloc[0] * mine["n"] / mine["n"].iloc[0], ":",
+                      color=colour, alpha=0.6)
+            eff = efficiency[(efficiency["framework"] == framework)
+                             & efficiency["case"].str.match(pattern)]
+            if not eff.empty:
+                right.errorbar(eff["case"].map(scaling.device_count), eff["median"],
+                               yerr=[eff["median"] - eff["ci_low"], eff["ci_high"] - eff["median"]],
+                               capsize=2, marker=marker, color=colour, linestyle="none",
+                               label=name, alpha=1.0 if k % 2 == 0 else 0.6)
+    counts = sorted(set(rates["case"].map(scaling.device_count)))
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(counts, [str(n) for n in counts])
+        ax.minorticks_off()
+        ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.4)
+    left.set_ylim(bottom=0)
+    left.set_xlabel("devices (dotted: ideal)")
+    left.set_ylabel("images/s")
+    left.legend(fontsize=7)
+    right.axhline(1.0, color=DOCUMENT, linestyle="--", linewidth=1)
+    right.set_xlabel("devices")
+    right.set_ylabel("scaling efficiency (95% interval)")
+    if not efficiency.empty:
+        right.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    save(fig, out)
+
+
 def plot(section: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path,
          labels: Labels) -> None:
     """The section's plot, of the kind and with the title the table of sections gives it
@@ -214,6 +266,8 @@ def plot(section: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path,
         async_memory(summary, title, out)
     elif kind == "training":
         training_curves(summary, title, out)
+    elif kind == "scaling":
+        scaling_curves(summary, title, out)
     elif kind == "rates":
         timing_bars(summary[summary["metric"] == "rate"], samples[samples["metric"] == "rate"],
                     title, out, labels, unit="rate")

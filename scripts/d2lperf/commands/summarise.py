@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from d2lperf import claims, hostlock, steps, verdicts, workloads
+from d2lperf import claims, hostlock, scaling, steps, verdicts, workloads
 from d2lperf.frameworks import DOCUMENTS  # older records' framework
 from d2lperf.harness import positive_fraction
 from d2lperf.results import FORMAT_VERSION, RecordError, read_run, write_text
@@ -80,6 +80,10 @@ def summary_table(runs: Runs, samples: pd.DataFrame, reference: pd.DataFrame):
     """Every document figure once per framework that ran here (measured or not), beside
     the statistics of that framework's samples; then the cases the documents did not print."""
     measured = summarise_samples(samples)
+    derived = scaling.rows(samples, runs)  # images/s and efficiency of data-parallel training
+    if len(derived):
+        measured = pd.concat([measured, derived.reindex(columns=measured.columns)],
+                             ignore_index=True).astype({"epoch": "Int64"})
     figures = reference[reference["metric"] != "output"].rename(
         columns={"printed": "document_printed", "unit": "document_unit"}
     )

@@ -108,13 +108,16 @@ def effect_words(form: str, value: float | None, low: float | None, high: float 
 
 
 def document_ratio(claim: Claim, summary: list[Row]) -> tuple[float, str] | None:
-    """The documents' own ratio for a claim, from the figures the claim names: the
-    figure without an epoch first (a mean of epochs), then the first variant."""
+    """The documents' own ratio for a claim, from the figures the claim names in its
+    section (or the section whose figures it shares, ``figures_section``): the figure
+    without an epoch first (a mean of epochs), then the first variant."""
     if not claim.figures[0]:
         return None
     figures: dict[str, tuple[float, str]] = {}
+    section = claim.figures_section or claim.section
     for r in summary:
-        if r.get("document_value") is None or r["metric"] not in ("time", "memory"):
+        if (r.get("document_value") is None or r["metric"] not in ("time", "memory")
+                or r.get("section") != section):
             continue
         rank = (r.get("epoch") is not None, r.get("variant") or "")
         found = figures.get(r["case"])
