@@ -76,7 +76,7 @@ def test_the_summary_has_each_counts_images_per_second_and_efficiency(ci_run):
 def test_the_claim_is_judged_and_the_plot_drawn(ci_run):
     _, results = ci_run
     verdicts = pd.read_csv(results / "verdicts.csv")
-    claim = verdicts[(verdicts["claim"] == "two_devices_train_lenet_faster")
+    claim = verdicts[(verdicts["name"] == "two_devices_train_lenet_faster")
                      & (verdicts["framework"] == "pytorch")]
     assert len(claim) == 1 and claim["evidence"].iloc[0].startswith("2 devices/1 device")
     svg = (results / "plots" / "data_parallel.svg").read_text(encoding="utf-8")
@@ -138,3 +138,14 @@ def test_on_gpus_a_machine_without_one_skips_saying_what_it_needs(tmp_path, torc
     assert record["reason"] == "needs 1 device, found 0 GPUs"
     assert record["notes"]["runs_not_run"]["lenet_2_devices"]["needs"]
 
+
+
+def test_each_process_computes_on_a_core_of_its_own(torch_python):
+    """A CPU device is one core: process r keeps the r-th core it may use, whatever thread
+    pools its framework sizes by the machine (XLA's do)."""
+    code = ("import os; from d2lperf import groups; allowed = sorted(os.sched_getaffinity(0)); "
+            "core = groups.pin(1); print(core == allowed[1 % len(allowed)], "
+            "os.sched_getaffinity(0) == {core})")
+    done = subprocess.run([str(torch_python), "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["True", "True"]

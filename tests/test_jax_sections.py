@@ -251,3 +251,19 @@ def test_the_copy_rate_is_a_copy_into_one_buffer_not_a_fresh_array_each_time(jax
                           bool((again == src).all()), where != src.unsafe_buffer_pointer()]))
         """)
     assert got == [True, True, True]
+
+
+def test_data_parallel_trains_one_process_per_device_with_jax_distributed(jax_python, tmp_path):
+    """The CI preset's LeNet on 1 and 2 devices: a group of processes each, jax.distributed
+    between them (gloo on the CPU), each sample the same images, the startup apart."""
+    done = run(jax_python, "data_parallel", tmp_path, "--threads", "2", timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = valid_rows(tmp_path)
+    record = read_run(tmp_path)
+    assert record["status"] == "ok" and "jax.distributed" in record["notes"]["design"]
+    assert {(r["case"], r["metric"], r["devices"]) for r in rows} == {
+        ("lenet_1_device", "time", "cpu:0"), ("lenet_2_devices", "time", "cpu:0,cpu:1"),
+        ("lenet_1_device", "startup", "cpu:0"), ("lenet_2_devices", "startup", "cpu:0,cpu:1")}
+    losses = record["notes"]["mean_training_loss"]
+    assert all(0 < loss < 10 for case in losses.values() for loss in case)
+    assert record["jax"]["version"]

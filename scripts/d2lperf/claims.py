@@ -397,6 +397,9 @@ def documents_verdict(claim: Claim, reference: pd.DataFrame,
     alternate runs disagree), its evidence, and the verdict of each alternate run where
     the documents printed several (Linux and Windows 10)."""
     prefer = claim.document
+    if claim.figures_section:  # the documents printed the same cases under another section
+        reference = reference.assign(section=reference["section"].replace(
+            claim.figures_section, claim.section))
     mine = reference[reference["section"] == claim.section]
     variants = [v for v in alternates(reference) if (mine["variant"] == v).any()] or [None]
     found = []

@@ -38,13 +38,14 @@ OWN_FLAGS = ("--xla_force_host_platform_device_count", "--xla_cpu_multi_thread_e
              "intra_op_parallelism_threads")
 
 
-def thread_environment(threads: int, environ: dict[str, str] | None = None) -> dict[str, str]:
+def thread_environment(threads: int, environ: dict[str, str] | None = None,
+                       host_devices: int = HOST_DEVICES) -> dict[str, str]:
     """The variables that pin XLA's CPU threads to ``threads`` and split the host into
-    ``HOST_DEVICES`` devices, kept beside any other XLA flag already set."""
+    ``host_devices`` devices, kept beside any other XLA flag already set."""
     environ = os.environ if environ is None else environ
     others = [flag for flag in environ.get("XLA_FLAGS", "").split()
               if flag.split("=", 1)[0] not in OWN_FLAGS]
-    own = [f"--xla_force_host_platform_device_count={HOST_DEVICES}",
+    own = [f"--xla_force_host_platform_device_count={host_devices}",
            f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}",
            f"intra_op_parallelism_threads={threads}"]
     return {"XLA_FLAGS": " ".join(own + others)}

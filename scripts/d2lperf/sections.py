@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +99,10 @@ class Section:
     ``scripts/sections/<framework>/<name>.py`` exists).
     ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
     ``runtime`` (minutes) and ``mem_mb``: what each of its jobs asks SLURM for.
-    ``claims``: its claims that are one case faster than another (``SpeedClaim``)."""
+    ``claims``: its claims that are one case faster than another (``SpeedClaim``).
+    ``documents_code``: the documents' MXNet code has the section, so the documents'
+    framework has its script; False for a section of today's APIs (data-parallel
+    training with a process per device), which a framework may not have yet."""
 
     name: str
     title: str
@@ -121,6 +125,7 @@ class Section:
     runtime: int = 30
     mem_mb: int = 8000
     claims: tuple[SpeedClaim, ...] = ()
+    documents_code: bool = True
 
     def options_schema(self) -> dict[str, object]:
         """The JSON schema of this section's entry in a preset."""
@@ -143,6 +148,7 @@ def load_script(framework: str, name: str):
     path = SCRIPTS / framework / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"{framework}_{name}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import would: a dataclass looks itself up there
     spec.loader.exec_module(module)
     return module
 
@@ -258,14 +264,16 @@ SECTIONS: dict[str, Section] = {s.name: s for s in [
         required=("models", "images", "learning_rates", "device_counts", "batch_size",
                   *REPEATED_REQUIRED),
         plot="scaling",
+        documents_code=False,
         data=True,
         runtime=60,
         mem_mb=16000,
         claims=(SpeedClaim(
             "two_devices_train_lenet_faster", "two devices train LeNet faster than one "
             "(data-parallel, one process per device)", "2 devices train LeNet faster",
-            faster="lenet_2_devices", slower="lenet_1_device", label="2 devices/1 device",
-            document_section="multi_gpu_scratch"),
+            # no documents' figure: their LeNet's two devices were cpu(0), cpu(1), two
+            # queues on one processor, not two processors
+            faster="lenet_2_devices", slower="lenet_1_device", label="2 devices/1 device"),
             SpeedClaim(
             "two_devices_train_resnet_faster", "two devices train ResNet-18 faster than "
             "one (data-parallel, one process per device)",
