@@ -185,8 +185,10 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
             limit: int, kind: str, names: Callable[[int], str], design: str) -> None:
     """The section's measurement, every framework alike: for each model, a group per
     device count that fits (``limit`` devices of ``kind`` here; the others not run, and
-    the run record says why), each group's startup recorded apart, then every group timed
-    side by side (``timing.compare``), each sample ``--images`` images."""
+    the run record says why), each group's startup recorded apart and one untimed step
+    (where a framework compiles its step, allocates its buffers and opens its links),
+    then every group timed side by side (``timing.compare``: ``--warmup`` untimed
+    samples, then ``--repeats`` rounds), each sample ``--images`` images."""
     counts = check(args)
     fitting = [n for n in counts if n <= limit]
     for n in counts:
@@ -216,6 +218,8 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
                 groups[case] = group = Group(target, n, args.on, model, options)
                 rec.samples(case, "startup", "s", [group.startup], devices=names(n))
                 print(f"{case}: started in {group.startup:.1f} s", flush=True)
+                group.run(1)  # one untimed step: compiles, allocates, connects the links
+                group.losses.clear()
             cases = {case: (lambda g=g, s=images // (args.batch_size * g.n): g.run(s))
                      for case, g in groups.items()}
             samples = timing.compare(cases, lambda: None, warmup=args.warmup,
