@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from d2lperf import arguments, data, timing
+from d2lperf import arguments, data, devices, timing
 from d2lperf.arguments import positive_float, positive_int
 from d2lperf.errors import NEEDS_GPUS, Skipped
 
@@ -38,9 +38,11 @@ POLL_S = 1.0  # how often the coordinator looks whether a process of a group has
 COLLECTIVE_TIMEOUT_S = 600
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The section's training options (the preset's keys), with the documents' values."""
-    train = parser.add_argument_group("training")
+def parser(description: str) -> argparse.ArgumentParser:
+    """The section's command line in every framework: the common options, the training
+    ones (the preset's keys, with the documents' values) and ``--on`` (default cpu)."""
+    p = arguments.parser(description, section="data_parallel")
+    train = p.add_argument_group("training")
     train.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS),
                        help="the nets to train (document: both)")
     train.add_argument("--images", type=positive_int, nargs="+", default=[8192, 2048],
@@ -56,6 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="folder with Fashion-MNIST's four .gz files")
     train.add_argument("--train-limit", type=positive_int, default=None,
                        help="train on the first N training images only (default: all 60000)")
+    devices.add_argument(p, default="cpu")
+    return p
 
 
 def case_name(model: str, n: int) -> str:
@@ -181,15 +185,22 @@ def check(args: argparse.Namespace) -> list[int]:
     return counts
 
 
+# What links a group's processes, by device kind: ``design`` words it in the run record.
+LINKS = {"gpu": "NCCL between GPUs", "cpu": "gloo between CPU processes of one thread"}
+
+
 def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
-            limit: int, kind: str, names: Callable[[int], str], design: str) -> None:
+            gpus: int, names: Callable[[int], str], design: str) -> None:
     """The section's measurement, every framework alike: for each model, a group per
-    device count that fits (``limit`` devices of ``kind`` here; the others not run, and
-    the run record says why), each group's startup recorded apart and one untimed step
+    device count that fits (on GPUs the ``gpus`` the framework sees, on a CPU the
+    ``--threads`` cores of the timing job; the others not run, and the run record says
+    why), each group's startup recorded apart and one untimed step
     (where a framework compiles its step, allocates its buffers and opens its links),
     then every group timed side by side (``timing.compare``: ``--warmup`` untimed
     samples, then ``--repeats`` rounds), each sample ``--images`` images."""
     counts = check(args)
+    limit, kind = ((gpus, "GPUs") if args.on == "gpu"
+                   else (args.threads, "cores (one process of one thread each)"))
     fitting = [n for n in counts if n <= limit]
     for n in counts:
         if n > limit:
@@ -207,7 +218,7 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
     except data.DataMissing as missing:
         print(missing, file=sys.stderr, flush=True)
         raise SystemExit(1) from None
-    rec.notes["design"] = design
+    rec.notes["design"] = design.format(links=LINKS[args.on])
     for model, images, lr in zip(args.models, args.images, args.learning_rates):
         options = {"seed": args.seed, "lr": lr, "batch_size": args.batch_size,
                    "folder": folder, "train_limit": args.train_limit}

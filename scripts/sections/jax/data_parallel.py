@@ -25,7 +25,6 @@ import argparse
 import os
 import sys
 
-from d2lperf import devices as device_options
 from d2lperf import groups, harness, sections
 from d2lperf import jax as d2l
 from d2lperf.results import Recorder
@@ -132,25 +131,16 @@ def rank_main(rank: int, world: int, address: str, on: str, model: str, options:
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
-    gpus = d2l.gpu_count()  # the framework loaded here too: its build is recorded
-    if args.on == "gpu":
-        limit, kind = gpus, "GPUs"
-    else:
-        limit, kind = args.threads, "cores (one process of one thread each)"
-    links = "NCCL between GPUs" if args.on == "gpu" else "gloo between CPU processes of one thread"
+    platform = "cuda" if args.on == "gpu" else "cpu"
     groups.measure(
-        args, rec, rank_main, limit=limit, kind=kind,
-        names=lambda n: ",".join(f"{'cuda' if args.on == 'gpu' else 'cpu'}:{i}"
-                                 for i in range(n)),
-        design=f"jax.distributed, one process per device ({links}); one jitted step over "
+        args, rec, rank_main, gpus=d2l.gpu_count(),  # jax loaded here: its build recorded
+        names=lambda n: ",".join(f"{platform}:{i}" for i in range(n)),
+        design="jax.distributed, one process per device ({links}); one jitted step over "
                "the global batch sharded along the devices, every N-th image each")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = harness.parser(__doc__.splitlines()[0], section="data_parallel")
-    groups.add_arguments(p)
-    device_options.add_argument(p, default="cpu")
-    return p
+    return groups.parser(__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
