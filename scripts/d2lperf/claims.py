@@ -487,9 +487,10 @@ def has_section(framework: str, section: str) -> bool:
 
 def applying_claims(framework: str, run: RunRecord) -> list[str]:
     """The claims judged on an interval that apply to ``framework`` where ``run`` ran
-    (its device kind and what the framework does there): every section of a run runs on
-    the same device kind, so one section's record stands for the others'."""
-    return [c.name for c in CLAIMS if c.where.why_not(framework, run) is None]
+    (its device kind and what the framework does there; a section it has): every section
+    of a run runs on the same device kind, so one section's record stands for the others'."""
+    return [c.name for c in CLAIMS if c.where.why_not(framework, run) is None
+            and has_section(framework, c.section)]
 
 
 def as_frame(verdicts: list[Verdict]) -> pd.DataFrame:
