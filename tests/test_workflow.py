@@ -27,7 +27,8 @@ SECTIONS = [s for s in section_table.names() if section_table.SECTIONS[s].has("p
 
 def test_every_section_ran_and_its_samples_match_the_schema(ci_run):
     _, results = ci_run
-    for section, entry in SECTIONS.items():
+    for section in SECTIONS:
+        entry = section_table.SECTIONS[section]
         for folder, framework in ((results / section, "mxnet"),
                                   (results / f"{section}_pytorch", "pytorch")):
             if not entry.has(framework):  # MXNet has no data-parallel section
@@ -84,7 +85,7 @@ def test_report_medians_are_those_of_the_raw_samples(ci_run):
     for section, folder, framework in [
             (section, results / f"{section}{sub}", framework) for section in SECTIONS
             for sub, framework in (("", "mxnet"), ("_pytorch", "pytorch"))
-            if SECTIONS[section].has(framework)]:
+            if section_table.SECTIONS[section].has(framework)]:
         samples = pd.read_csv(folder / "samples.csv")
         for (case, metric, epoch), group in samples.groupby(["case", "metric", "epoch"],
                                                             dropna=False):
