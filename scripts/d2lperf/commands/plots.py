@@ -217,35 +217,36 @@ def scaling_curves(summary: pd.DataFrame, title: str, out: Path) -> None:
     efficiency = efficiency.assign(**{c: pd.to_numeric(efficiency[c], errors="coerce")
                                       for c in ("ci_low", "ci_high")})
     models = list(dict.fromkeys(rates["case"].str.replace(r"_\d+_devices?$", "", regex=True)))
-    for framework in frameworks_of(rates):
+    series = [(f, k, m) for f in frameworks_of(rates) for k, m in enumerate(models)]
+    for index, (framework, k, model) in enumerate(series):
         colour, marker = COLOURS.get(framework), MARKERS.get(framework, "o")
-        for k, model in enumerate(models):
-            pattern = rf"{model}_\d+_devices?$"
-            mine = rates[(rates["framework"] == framework) & rates["case"].str.match(pattern)]
-            if mine.empty:
-                continue
-            mine = mine.assign(n=mine["case"].map(scaling.device_count)).sort_values("n")
-            name = f"{model}, {NAMES.get(framework, framework)}"
-            left.plot(mine["n"], mine["median"], ("-", "--")[k % 2], marker=marker,
-                      color=colour, label=name)
-            left.plot(mine["n"], mine["median"].iloc[0] * mine["n"] / mine["n"].iloc[0], ":",
-                      color=colour, alpha=0.6)
-            eff = efficiency[(efficiency["framework"] == framework)
-                             & efficiency["case"].str.match(pattern)]
-            if not eff.empty:
-                right.errorbar(eff["case"].map(scaling.device_count), eff["median"],
-                               yerr=[eff["median"] - eff["ci_low"], eff["ci_high"] - eff["median"]],
-                               capsize=2, marker=marker, color=colour, linestyle="none",
-                               label=name, alpha=1.0 if k % 2 == 0 else 0.6)
+        dodge = 2 ** (0.05 * (index - (len(series) - 1) / 2))  # intervals side by side
+        pattern = rf"{model}_\d+_devices?$"
+        mine = rates[(rates["framework"] == framework) & rates["case"].str.match(pattern)]
+        if mine.empty:
+            continue
+        mine = mine.assign(n=mine["case"].map(scaling.device_count)).sort_values("n")
+        name = f"{model}, {NAMES.get(framework, framework)}"
+        left.plot(mine["n"], mine["median"], ("-", "--")[k % 2], marker=marker,
+                  color=colour, label=name)
+        left.plot(mine["n"], mine["median"].iloc[0] * mine["n"] / mine["n"].iloc[0], ":",
+                  color=colour, alpha=0.6)
+        eff = efficiency[(efficiency["framework"] == framework)
+                         & efficiency["case"].str.match(pattern)]
+        if not eff.empty:
+            right.errorbar(eff["case"].map(scaling.device_count) * dodge, eff["median"],
+                           yerr=[eff["median"] - eff["ci_low"], eff["ci_high"] - eff["median"]],
+                           capsize=2, marker=marker, color=colour, linestyle="none",
+                           label=name, alpha=1.0 if k % 2 == 0 else 0.6)
     counts = sorted(set(rates["case"].map(scaling.device_count)))
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xticks(counts, [str(n) for n in counts])
         ax.minorticks_off()
         ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.4)
-    left.set_ylim(bottom=0)
+    left.set_yscale("log")  # LeNet's thousands and ResNet-18's tens of images/s
     left.set_xlabel("devices (dotted: ideal)")
-    left.set_ylabel("images/s")
+    left.set_ylabel("images/s (log scale)")
     left.legend(fontsize=7)
     right.axhline(1.0, color=DOCUMENT, linestyle="--", linewidth=1)
     right.set_xlabel("devices")
