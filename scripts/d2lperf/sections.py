@@ -249,7 +249,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in [
     ),
     Section(
         "data_parallel",
-        title="Data-parallel training at every device count (DistributedDataParallel)",
+        title="Data-parallel training at every device count, a process per device",
         document="seeds/000 and seeds/001, with today's API",
         heading="多GPU并行计算; 多GPU简洁实现",
         plot_title="LeNet and ResNet-18, data-parallel: images/s against devices",
