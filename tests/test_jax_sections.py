@@ -256,7 +256,8 @@ def test_the_copy_rate_is_a_copy_into_one_buffer_not_a_fresh_array_each_time(jax
 def test_data_parallel_trains_one_process_per_device_with_jax_distributed(jax_python, tmp_path):
     """The CI preset's LeNet on 1 and 2 devices: a group of processes each, jax.distributed
     between them (gloo on the CPU), each sample the same images, the startup apart."""
-    done = run(jax_python, "data_parallel", tmp_path, "--threads", "2", timeout=900)
+    done = run(jax_python, "data_parallel", tmp_path, "--threads", "2", "--processes", "1",
+               timeout=900)  # one fresh process: each group's startup is seconds in JAX
     assert done.returncode == 0, done.stderr[-3000:]
     rows = valid_rows(tmp_path)
     record = read_run(tmp_path)
