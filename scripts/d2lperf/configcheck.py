@@ -16,10 +16,11 @@ from d2lperf.machine import MachineIdError, check_machine_id
 from d2lperf.presets import per_framework_value
 
 # One training run per entry: devices[i] devices, batch_sizes[i], learning_rates[i].
-# Lists of a section's options that pair up entry by entry: a training run's devices,
-# batch size and learning rate; a data-parallel model's images and learning rate.
-PAIRED_LISTS = {"devices": ("devices", "batch_sizes", "learning_rates", "training run"),
-                "models": ("models", "images", "learning_rates", "model")}
+# Lists of a section's options that pair up entry by entry, named by what one entry is
+# and the key that gives the count: a training run's devices, batch size and learning
+# rate; a data-parallel model's images and learning rate.
+PAIRED_LISTS = {"devices": (("devices", "batch_sizes", "learning_rates"), "training run"),
+                "models": (("models", "images", "learning_rates"), "model")}
 
 
 class ConfigError(ValueError):
@@ -227,8 +228,8 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
         raise ConfigError("\n".join(_message(e, schema) for e in errors))
     for name, preset in config["presets"].items():
         for section, options in preset.items():
-            paired = next((PAIRED_LISTS[k] for k in PAIRED_LISTS if k in options), ("",))
-            *keys, what = paired
+            first = next((k for k in PAIRED_LISTS if k in options), None)
+            keys, what = PAIRED_LISTS[first] if first else ((), "")
             lists = {k: len(options[k]) for k in keys if k in options}
             if len(set(lists.values())) > 1:
                 sizes = ", ".join(f"{k} has {n}" for k, n in lists.items())

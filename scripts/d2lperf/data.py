@@ -162,6 +162,16 @@ def find_fashion_mnist(data_dir: str | os.PathLike | None = None) -> Path:
     )
 
 
+def found_or_exit(data_dir: str | os.PathLike | None = None) -> Path:
+    """``find_fashion_mnist`` for a section's worker: where the data is missing, the run
+    ends non-zero with the message on stderr (its log), saying where to get it."""
+    try:
+        return find_fashion_mnist(data_dir)
+    except DataMissing as missing:
+        print(missing, file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
 def read_idx(path: Path) -> tuple[tuple[int, ...], bytes]:
     """Shape and raw bytes of an idx file (the MNIST format)."""
     data = _decompressed(path)

@@ -22,16 +22,15 @@ import math
 import multiprocessing
 import os
 import socket
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from d2lperf import arguments, data, devices, timing
+from d2lperf import arguments, data, devices, timing, training, workloads
 from d2lperf.arguments import positive_float, positive_int
 from d2lperf.errors import NEEDS_GPUS, Skipped
 
-MODELS = ("lenet", "resnet18")
+MODELS = workloads.TRAINING_MODELS["data_parallel"]
 POLL_S = 1.0  # how often the coordinator looks whether a process of a group has died
 # A collective that waits longer than this has lost a process: far beyond the slowest
 # step seen (a ResNet-18 step of 256 images on one CPU thread takes about 7 s).
@@ -60,10 +59,6 @@ def parser(description: str) -> argparse.ArgumentParser:
                        help="train on the first N training images only (default: all 60000)")
     devices.add_argument(p, default="cpu")
     return p
-
-
-def case_name(model: str, n: int) -> str:
-    return f"{model}_{n}_device" + ("s" if n > 1 else "")
 
 
 def free_port() -> int:
@@ -205,7 +200,7 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
     for n in counts:
         if n > limit:
             for model in args.models:
-                rec.notes.setdefault("runs_not_run", {})[case_name(model, n)] = {
+                rec.notes.setdefault("runs_not_run", {})[training.case_name(model, n)] = {
                     "devices": n, "reason": f"needs {n} devices, this machine has {limit} {kind}",
                     **({"needs": NEEDS_GPUS} if args.on == "gpu" else {})}
             print(f"{n} devices: not run, the machine has {limit} {kind}", flush=True)
@@ -213,11 +208,7 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
         plural = "s" if counts[0] > 1 else ""
         raise Skipped(f"needs {counts[0]} device{plural}, found {limit} {kind}",
                       needs=NEEDS_GPUS if args.on == "gpu" else None)
-    try:
-        folder = data.find_fashion_mnist(args.data_dir)
-    except data.DataMissing as missing:
-        print(missing, file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+    folder = data.found_or_exit(args.data_dir)
     rec.notes["design"] = design.format(links=LINKS[args.on])
     for model, images, lr in zip(args.models, args.images, args.learning_rates):
         options = {"seed": args.seed, "lr": lr, "batch_size": args.batch_size,
@@ -225,7 +216,7 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
         groups: dict[str, Group] = {}
         try:
             for n in fitting:
-                case = case_name(model, n)
+                case = training.case_name(model, n)
                 groups[case] = group = Group(target, n, args.on, model, options)
                 rec.samples(case, "startup", "s", [group.startup], devices=names(n))
                 print(f"{case}: started in {group.startup:.1f} s", flush=True)
@@ -239,7 +230,7 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
             for group in groups.values():
                 group.stop()
         for n in fitting:
-            case = case_name(model, n)
+            case = training.case_name(model, n)
             mine = [s for s in samples if s.case == case]
             rec.timings(mine, devices=names(n))
             rec.notes.setdefault("mean_training_loss", {})[case] = groups[case].losses

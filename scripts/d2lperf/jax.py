@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -181,11 +180,7 @@ def load_data(args: Any, batch_size: int):
     """(train_iter, test_iter) from a training section's options: the files found and
     verified as for the other twins (data.find_fashion_mnist), read with numpy; a missing
     data set ends the run non-zero with data.py's message."""
-    try:
-        folder = data.find_fashion_mnist(args.data_dir)
-    except data.DataMissing as missing:
-        print(missing, file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+    folder = data.found_or_exit(args.data_dir)
     return (Loader(fashion_mnist(folder, True, args.train_limit), batch_size, True),
             Loader(fashion_mnist(folder, False, args.test_limit), batch_size, False))
 

@@ -13,7 +13,6 @@ models lose to the allreduce and the startup of each step what they gain in arit
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,11 +22,6 @@ from d2lperf import stats, workloads
 from d2lperf.describe import Stats
 
 THROUGHPUT, EFFICIENCY = "throughput", "efficiency"
-
-
-def device_count(case: str) -> int | None:
-    found = re.search(r"_(\d+)_devices?$", case)
-    return int(found.group(1)) if found else None
 
 
 def rows(samples: pd.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -40,8 +34,8 @@ def rows(samples: pd.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> pd.Dat
         parameters = runs.get(framework, {}).get(section, {}).get("parameters", {})
         by_model: dict[str, dict[int, pd.DataFrame]] = {}
         for case, group in mine.groupby("case", sort=False):
-            model, n = workloads.training_model(section, case), device_count(case)
-            if model and n:
+            if workloads.training_model(section, case):
+                model, n = workloads.training_case(case)
                 by_model.setdefault(model, {})[n] = group
         for model, counts in by_model.items():
             images = workloads.examples(section, model, parameters)

@@ -90,11 +90,16 @@ def work(section: str, case: str, parameters: Mapping[str, Any]) -> tuple[float,
     return None
 
 
+def training_case(case: str) -> tuple[str, int] | None:
+    """A training case's model and device count (``lenet_2_devices``: lenet, 2)."""
+    found = re.fullmatch(r"(\w+?)_(\d+)_devices?", case)
+    return (found.group(1), int(found.group(2))) if found else None
+
+
 def training_model(section: str, case: str) -> str | None:
     """The model a training section's case trains (``lenet_2_devices``: LeNet)."""
-    found = re.fullmatch(r"(\w+?)_\d+_devices?", case)
-    return found.group(1) if found and found.group(1) in TRAINING_MODELS.get(section, ()) \
-        else None
+    found = training_case(case)
+    return found[0] if found and found[0] in TRAINING_MODELS.get(section, ()) else None
 
 
 def examples(section: str, model: str, parameters: Mapping[str, Any]) -> int:

@@ -21,7 +21,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from d2lperf import hostlock, scaling, steps  # noqa: E402
+from d2lperf import hostlock, scaling, steps, workloads  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY  # noqa: E402
 from d2lperf.labels import Labels  # noqa: E402
 from d2lperf.sections import SECTIONS  # noqa: E402
@@ -216,29 +216,32 @@ def scaling_curves(summary: pd.DataFrame, title: str, out: Path) -> None:
     efficiency = summary[summary["metric"] == scaling.EFFICIENCY].dropna(subset=["median"])
     efficiency = efficiency.assign(**{c: pd.to_numeric(efficiency[c], errors="coerce")
                                       for c in ("ci_low", "ci_high")})
-    models = list(dict.fromkeys(rates["case"].str.replace(r"_\d+_devices?$", "", regex=True)))
+    def parts(frame: pd.DataFrame) -> pd.DataFrame:  # each row's model and device count
+        model, n = zip(*frame["case"].map(workloads.training_case)) if len(frame) else ((), ())
+        return frame.assign(model=model, n=n)
+
+    rates, efficiency = parts(rates), parts(efficiency)
+    models = list(dict.fromkeys(rates["model"]))
     series = [(f, k, m) for f in frameworks_of(rates) for k, m in enumerate(models)]
     for index, (framework, k, model) in enumerate(series):
         colour, marker = COLOURS.get(framework), MARKERS.get(framework, "o")
         dodge = 2 ** (0.05 * (index - (len(series) - 1) / 2))  # intervals side by side
-        pattern = rf"{model}_\d+_devices?$"
-        mine = rates[(rates["framework"] == framework) & rates["case"].str.match(pattern)]
+        mine = rates[(rates["framework"] == framework) & (rates["model"] == model)]
         if mine.empty:
             continue
-        mine = mine.assign(n=mine["case"].map(scaling.device_count)).sort_values("n")
+        mine = mine.sort_values("n")
         name = f"{model}, {NAMES.get(framework, framework)}"
         left.plot(mine["n"], mine["median"], ("-", "--")[k % 2], marker=marker,
                   color=colour, label=name)
         left.plot(mine["n"], mine["median"].iloc[0] * mine["n"] / mine["n"].iloc[0], ":",
                   color=colour, alpha=0.6)
-        eff = efficiency[(efficiency["framework"] == framework)
-                         & efficiency["case"].str.match(pattern)]
+        eff = efficiency[(efficiency["framework"] == framework) & (efficiency["model"] == model)]
         if not eff.empty:
-            right.errorbar(eff["case"].map(scaling.device_count) * dodge, eff["median"],
+            right.errorbar(eff["n"] * dodge, eff["median"],
                            yerr=[eff["median"] - eff["ci_low"], eff["ci_high"] - eff["median"]],
                            capsize=2, marker=marker, color=colour, linestyle="none",
                            label=name, alpha=1.0 if k % 2 == 0 else 0.6)
-    counts = sorted(set(rates["case"].map(scaling.device_count)))
+    counts = sorted(set(rates["n"]))
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xticks(counts, [str(n) for n in counts])

@@ -116,7 +116,6 @@ def rank_main(rank: int, world: int, address: str, on: str, model: str, options:
 
     def train(steps: int) -> float:
         nonlocal params, state, opt_state
-        total = 0.0
         values = []
         for _ in range(steps):
             X, y = (jax.make_array_from_process_local_data(split, a) for a in next(batches))
