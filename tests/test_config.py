@@ -58,6 +58,15 @@ def test_training_lists_must_pair_up():
     assert "(devices has 2, batch_sizes has 1, learning_rates has 2)" in str(error.value)
 
 
+def test_more_nodes_than_the_largest_device_count_is_refused():
+    config = changed(["presets", "ci", "data_parallel", "nodes"], 3)  # counts [1, 2]
+    with pytest.raises(ConfigError) as error:
+        check_config(config, SCHEMA)
+    assert "presets.ci.data_parallel.nodes = 3: at most the largest of device_counts (2)" in str(
+        error.value)
+    check_config(changed(["presets", "ci", "data_parallel", "nodes"], 2), SCHEMA)
+
+
 def test_unknown_key_lists_the_allowed_ones():
     config = changed(["presets", "ci", "hybridize", "passes"], 10)
     with pytest.raises(ConfigError) as error:

@@ -1,12 +1,15 @@
 """The workflow on a real SLURM cluster, through Snakemake's SLURM executor plugin.
 
-scripts/slurm/start.sh starts a one-node cluster from Debian's slurm-wlm and munge (this
-machine's real CPUs and memory, two placeholder GPUs so that the GPU requests are scheduled);
-one section of each shape the table of sections gives, at the CI preset, runs through
-`--workflow-profile profiles/slurm`. Its results must have the schema of a local run's, no
-two timing jobs may overlap, each job must get what the table asks for, and bad requests
-must fail with SLURM's own message. Every daemon is stopped at the end. Where
-SLURM cannot be started (not root, packages missing) the tests are skipped with the reason.
+scripts/slurm/start.sh starts a two-node cluster from Debian's slurm-wlm and munge (two
+slurmd on this host, each node with this machine's real CPUs and memory and two
+placeholder GPUs so that the GPU requests are scheduled); one section of each shape the
+table of sections gives, at the CI preset, runs through `--workflow-profile
+profiles/slurm` on the first node, and the data-parallel section across both (`nodes: 2`:
+one task per device, its two-device group a rank on each node). Its results must have the
+schema of a local run's, no two timing jobs may overlap, each job must get what the table
+asks for, and bad requests must fail with SLURM's own message. Every daemon is stopped at
+the end. Where SLURM cannot be started (not root, packages missing) the tests are skipped
+with the reason.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -24,7 +28,7 @@ import pandas as pd
 import pytest
 from hang_guard import run_until_quiet
 
-from conftest import CI_CONFIG, CI_MACHINE, REPO, SNAKEMAKE, copy_workflow
+from conftest import CI_CONFIG, CI_MACHINE, REPO, SNAKEMAKE, ci_preset, copy_workflow
 
 START = REPO / "scripts/slurm/start.sh"
 STOP = REPO / "scripts/slurm/stop.sh"
@@ -43,7 +47,12 @@ TIMING_RULES = {**SECTION_GPUS, **TWIN_GPUS}
 # scheduling, a Snakemake start on the node and 14 s or more of the executor's status
 # polls, and what every rule asks for is checked against the table without a cluster
 # (test_the_table_asks_what_the_cluster_expects).
-SLURM_TIMING_RULES = ["small_ops_parallel", "small_ops_parallel_pytorch", "multi_gpu_gluon"]
+SLURM_TIMING_RULES = ["small_ops_parallel", "small_ops_parallel_pytorch", "multi_gpu_gluon",
+                      "data_parallel_pytorch"]
+# The data-parallel section spans the cluster's two nodes (partition "multi"); the others
+# stay on the first (the default partition), so no two timing jobs share a node.
+ACROSS_NODES = "data_parallel_pytorch"
+NODES = 2
 # Rules that run a framework on the compute nodes; everything else is a localrule.
 CLUSTER_RULES = {*SLURM_TIMING_RULES, "machine_info"}
 
@@ -150,7 +159,7 @@ def slurm():
 
     try:
         started = subprocess.run([str(START), str(state)], capture_output=True, text=True,
-                                 timeout=120)
+                                 timeout=120, env={**os.environ, "NODES": str(NODES)})
     except subprocess.TimeoutExpired:
         stop()
         pytest.fail("scripts/slurm/start.sh did not finish within 120 s")
@@ -171,15 +180,25 @@ def slurm_run(slurm, tmp_path_factory, experiment_python):
     """The CI preset through the SLURM executor in a copy of the workflow.
     Returns (copy, results folder, SLURM's record of each job by rule)."""
     work = copy_workflow(tmp_path_factory.mktemp("slurm") / "wf")
+    across_nodes(work / "config" / "config.yaml")
     targets = [f"results/{CI_MACHINE}/machine.json",
                *(f"results/{CI_MACHINE}/{rule}/run.json" for rule in SLURM_TIMING_RULES)]
-    done, seconds = run_snakemake(work, slurm, *SLURM_ARGS, *targets, *CI_CONFIG,
-                                  f"experiment_python={experiment_python}")
+    done, seconds = run_snakemake(work, slurm, *SLURM_ARGS, *targets,
+                                  "--set-resources", f"{ACROSS_NODES}:slurm_partition=multi",
+                                  *CI_CONFIG, f"experiment_python={experiment_python}")
     assert done.returncode == 0, done.stderr[-6000:]
     print(f"CI preset through SLURM: {seconds:.0f} s")
     run_id = re.search(r"SLURM run ID: (\S+)", done.stderr).group(1)
     jobs = {job["Comment"].removeprefix("rule_"): job for job in slurm_jobs(slurm, run_id)}
     return work, work / "results" / CI_MACHINE, jobs
+
+
+def across_nodes(config: Path) -> None:
+    """The copy's CI preset: the data-parallel section over the cluster's two nodes."""
+    text = config.read_text()
+    ci = text.index("\n  ci:\n")
+    at = text.index("      device_counts: [1, 2]\n", text.index("    data_parallel:\n", ci))
+    config.write_text(text[:at] + f"      nodes: {NODES}\n" + text[at:])
 
 
 def schema(path: Path):
@@ -240,8 +259,19 @@ def test_no_two_timing_jobs_overlapped(slurm_run):
         assert start >= end, f"{after} started at {start}, before {before} finished at {end}"
 
 
+# The data-parallel job over two nodes, CI preset (device counts 1 and 2): a task per
+# device of its largest count, each with a GPU (placeholders here; the run itself is on
+# CPUs) and one core, both nodes whole; the plugin's `mpi` job runs the rule's command on
+# the first node, where the section starts its groups with srun.
+ACROSS_NODES_ASKS = {"cpus_per_task": 1, "runtime": 60, "mem_mb": 16000,
+                     "slurm_extra": "'--exclusive'", "gpu": 2, "nodes": NODES, "tasks": 2,
+                     "mpi": "srun", "tasks_per_gpu": 1}
+
+
 def asked_for(rule: str) -> dict:
     """What a rule asks SLURM for, as the table of sections says, written out here."""
+    if rule == ACROSS_NODES:
+        return ACROSS_NODES_ASKS
     if rule in TIMING_RULES:
         section = rule.removesuffix("_pytorch")
         wanted = {"cpus_per_task": 2, "runtime": TIMING_MINUTES.get(section, 30),
@@ -261,6 +291,47 @@ def test_the_table_asks_what_the_cluster_expects():
     for rule, wanted in sections.OTHER_JOBS.items():
         assert wanted == asked_for(rule), rule
     assert sections.slurm_resources("hybridize", False, 8)["cpus_per_task"] == 8
+    preset = ci_preset("data_parallel")
+    assert sections.slurm_resources("data_parallel", True, "auto",
+                                    {**preset, "nodes": NODES}) == ACROSS_NODES_ASKS
+    # on one node: the node exclusively, a GPU per device of the largest count
+    assert sections.slurm_resources("data_parallel", True, "auto", preset) == {
+        "cpus_per_task": 2, "runtime": 60, "mem_mb": 16000, "slurm_extra": "'--exclusive'",
+        "gpu": 2}
+
+
+class Resources(dict):
+    """A job's resources as the SLURM plugin reads them: ``.get`` and attributes."""
+
+    def __getattr__(self, name):
+        return self[name]
+
+
+def test_the_plugins_sbatch_line_for_data_parallel_training_on_two_8_gpu_nodes():
+    """The line snakemake-executor-plugin-slurm writes for the section over two nodes of 8
+    GPUs: 16 tasks, a GPU each, on exactly 2 whole nodes. Its traps stay caught: a GPU
+    job's `tasks` would become --ntasks-per-gpu=16, and without `mpi` the plugin would
+    run the rule in a one-task job step that has none of the other tasks' resources."""
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    from d2lperf import sections
+
+    options = {**ci_preset("data_parallel"), "device_counts": [1, 2, 4, 8, 16], "nodes": 2}
+    job = SimpleNamespace(threads=1, resources=Resources(
+        sections.slurm_resources("data_parallel", True, "auto", options)))
+    params = {"run_uuid": "run", "slurm_logfile": "log", "comment_str": "rule_data_parallel",
+              "account": "", "partition": "-p gpu", "workdir": "/work"}
+    line = shlex.split(get_submit_command(job, params) + set_gres_string(job))
+    flags = [word for word in line if word.startswith("-")]
+    for wanted in ("--nodes=2", "--ntasks=16", "--ntasks-per-gpu=1", "--gpus=16",
+                   "--cpus-per-task=1", "--exclusive"):
+        assert wanted in flags, (wanted, line)
+    assert [f for f in flags if f.startswith("--ntasks-per-gpu")] == ["--ntasks-per-gpu=1"]
+    # an `mpi` job: the plugin's job step runs the rule's command itself, not under srun
+    assert job.resources["mpi"] == "srun"
 
 
 def test_each_job_got_what_the_table_asks_for(slurm_run):
@@ -273,7 +344,22 @@ def test_each_job_got_what_the_table_asks_for(slurm_run):
         gpus = re.fullmatch(r"gres:gpu:(\d+)", job.get("TresPerJob", ""))
         assert (int(gpus.group(1)) if gpus else 0) == wanted.get("gpu", 0), rule
         # SLURM's OverSubscribe=NO: the job has its node to itself (sbatch --exclusive)
-        assert (job["OverSubscribe"] == "NO") == (rule in TIMING_RULES), rule
+        assert (job["OverSubscribe"] == "NO") == (rule in {*TIMING_RULES, ACROSS_NODES}), rule
+        assert int(job["NumNodes"]) == wanted.get("nodes", 1), rule
+        if "tasks" in wanted:
+            assert int(job["NumTasks"]) == wanted["tasks"], rule
+
+
+def test_data_parallel_training_spans_both_nodes_a_rank_on_each(slurm_run):
+    """The two-device group ran as one srun step over the job's two nodes, a rank on
+    each; the one-device group on one node."""
+    _, results, jobs = slurm_run
+    run = json.loads((result_folder(results, ACROSS_NODES) / "run.json").read_text())
+    assert run["status"] == "ok", run.get("log_tail")
+    assert run["notes"]["node_of_each_rank"] == {"lenet_1_device": [0],
+                                                 "lenet_2_devices": [0, 1]}
+    assert run["notes"]["placement"] == "this SLURM job has 2 nodes of 1 device"
+    assert int(jobs[ACROSS_NODES]["NumNodes"]) == NODES
 
 
 def bad_run(work: Path, env: dict, target: str, *args: str):

@@ -135,3 +135,38 @@ def test_the_cpu_has_a_bfloat16_ceiling_where_it_has_a_bfloat16_unit():
         "torch_mm_2048", "torch_mm_bf16_2048", "gpu1_torch_mm_tf32_4096",
         "gpu0_jax_dot_fp16_4096", "mxnet_dot_2000", "numpy_copy")] == [
         "fp32", "bf16", "tf32", "fp16", "fp32", None]
+
+
+def test_todays_api_is_set_beside_the_books_design_only_on_the_same_gpus():
+    """The book's LeNet epochs on two GPUs (their images/s from GFLOP/s) against the
+    data-parallel throughput on the same two: a figure per framework, model and count; no
+    figure where either ran on a CPU, or where the GPU counts differ."""
+    from d2lperf import scaling
+
+    book_rate = 3.0 * flops.train_flops("lenet") / 1e9  # the GFLOP/s of 3 images/s
+    rows = [
+        {"section": "multi_gpu_scratch", "framework": "pytorch", "case": "lenet_2_devices",
+         "metric": "time", "epoch": None, "median": 1.0, "achieved": 1000 * book_rate,
+         "devices": "cuda:0,cuda:1"},
+        {"section": "multi_gpu_scratch", "framework": "pytorch", "case": "lenet_2_devices",
+         "metric": "time", "epoch": 1, "median": 9.0, "achieved": 1.0,
+         "devices": "cuda:0,cuda:1"},  # one epoch's row: the case over all epochs counts
+        {"section": "data_parallel", "framework": "pytorch", "case": "lenet_2_devices",
+         "metric": "throughput", "epoch": None, "median": 4500.0, "achieved": None,
+         "devices": "cuda:0,cuda:1"},
+        # on a CPU: the book's two devices are one CPU's names, today's a core each
+        {"section": "multi_gpu_scratch", "framework": "jax", "case": "lenet_2_devices",
+         "metric": "time", "epoch": None, "median": 1.0, "achieved": 40.0,
+         "devices": "cpu:0,cpu:1"},
+        {"section": "data_parallel", "framework": "jax", "case": "lenet_2_devices",
+         "metric": "throughput", "epoch": None, "median": 2000.0, "achieved": None,
+         "devices": "cpu:0,cpu:1"},
+    ]
+    gains = scaling.api_gains(rows)
+    assert [(g["framework"], g["model"], g["devices"]) for g in gains] == [
+        ("pytorch", "LeNet", 2)]
+    assert gains[0]["book"] == pytest.approx(3000.0)
+    assert gains[0]["today"] == 4500.0 and gains[0]["gain"] == pytest.approx(1.5)
+    assert gains[0]["book_section"] == "multi_gpu_scratch"
+    rows[2]["devices"] = "cuda:0,cuda:1,cuda:2,cuda:3"  # not the same GPUs
+    assert scaling.api_gains(rows) == []

@@ -479,8 +479,8 @@ def decide(m: Measurements, framework: str, section: str | None = None,
 
 def has_section(framework: str, section: str) -> bool:
     """Whether ``framework`` has the section a claim is about: a framework without its
-    script (MXNet's data-parallel section is not written) has no verdict on it, rather
-    than one saying it did not run."""
+    script (a section of today's APIs not yet written for it) has no verdict on it,
+    rather than one saying it did not run."""
     entry = SECTIONS.get(section)
     return entry is None or entry.has(framework)
 

@@ -237,6 +237,12 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
                     f"config section presets.{name}.{section}: {', '.join(lists)} must have "
                     f"one entry per {what}, the same number each ({sizes})"
                 )
+            if options.get("nodes", 1) > max(options.get("device_counts", [1])):
+                raise ConfigError(
+                    f"config key presets.{name}.{section}.nodes = {options['nodes']}: at most "
+                    f"the largest of device_counts ({max(options['device_counts'])}), a "
+                    "process a node at least"
+                )
     running = config.get("frameworks") or frameworks.names()
     for name, preset in config["presets"].items():
         for section, options in preset.items():

@@ -180,6 +180,19 @@ def read_idx(path: Path) -> tuple[tuple[int, ...], bytes]:
     return shape, data[4 + 4 * dims:]
 
 
+def arrays(folder: Path, train: bool, limit: int | None = None):
+    """One split as numpy arrays: (N, 1, 28, 28) float32 images in [0, 1] (the layout every
+    framework's nets take) and int32 labels, the first ``limit`` only where asked."""
+    import numpy as np
+
+    prefix = "train" if train else "t10k"
+    shape, pixels = read_idx(folder / f"{prefix}-images-idx3-ubyte.gz")
+    _, labels = read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz")
+    images = np.frombuffer(pixels, dtype=np.uint8).reshape(shape)[:limit]
+    targets = np.frombuffer(labels, dtype=np.uint8).astype(np.int32)[:limit]
+    return (images[:, None] / np.float32(255)).astype(np.float32), targets
+
+
 def default_workers() -> int:
     """The documents: 4 worker processes, none on Windows."""
     return 0 if sys.platform.startswith("win") else 4

@@ -10,9 +10,17 @@ that times the groups side by side (``measure``). A framework's script gives the
 process's own code (``target``: its process group, its replica, its share of the data,
 then ``serve``) and what a device is there.
 
+A group lives on this machine (its processes spawned, talking to the coordinator through
+pipes), or, where the section spans several nodes (``--nodes``) inside a SLURM job, on
+the job's nodes: one ``srun`` step per group, one task per device, each task taking its
+rank, the group's size and its index on its node (its core or GPU there) from the
+variables SLURM gives it, and reaching the coordinator over TCP (``join``). Rank 0 offers
+the rendezvous address of the framework's collectives on its own node; the coordinator
+hands it to the others.
+
 A process that dies (an exception, the kernel's OOM killer) ends the section at once
-with an error naming it: the coordinator never waits on a pipe without looking whether
-the process at its other end is still alive.
+with an error naming it: the coordinator never waits on a connection without looking
+whether the process (or the srun step) at its other end is still alive.
 """
 
 from __future__ import annotations
@@ -21,12 +29,19 @@ import argparse
 import math
 import multiprocessing
 import os
+import queue
 import socket
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Client, Listener
+from pathlib import Path
 from typing import Any
 
-from d2lperf import arguments, data, devices, timing, training, workloads
+from d2lperf import arguments, data, devices, sections, timing, training, workloads
 from d2lperf.arguments import positive_float, positive_int
 from d2lperf.errors import NEEDS_GPUS, Skipped
 
@@ -35,6 +50,12 @@ POLL_S = 1.0  # how often the coordinator looks whether a process of a group has
 # A collective that waits longer than this has lost a process: far beyond the slowest
 # step seen (a ResNet-18 step of 256 images on one CPU thread takes about 7 s).
 COLLECTIVE_TIMEOUT_S = 600
+# What each task of an srun step runs: ``join`` with the section's script, the function
+# of its processes and the coordinator's address.
+JOIN = "import sys; from d2lperf.groups import join; join(*sys.argv[1:])"
+# Where a task srun started finds the key that lets it talk to its coordinator (in its
+# environment, not on a command line that `ps` shows).
+KEY = "D2LPERF_GROUP_KEY"
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -57,19 +78,35 @@ def parser(description: str) -> argparse.ArgumentParser:
                        help="folder with Fashion-MNIST's four .gz files")
     train.add_argument("--train-limit", type=positive_int, default=None,
                        help="train on the first N training images only (default: all 60000)")
+    train.add_argument("--nodes", type=positive_int, default=1,
+                       help="nodes the largest count spans, inside a SLURM job: the counts' "
+                            "processes spread over them, the largest count's share a node "
+                            "each (default 1: every group on this machine)")
     devices.add_argument(p, default="cpu")
     return p
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class Member:
+    """Who a process is in its group: ``rank`` of ``world``, ``local`` its index among
+    the group's processes on its node (which core it pins, which GPU it takes), and the
+    rendezvous ``address`` (``host:port``) of the group's collectives."""
+
+    rank: int
+    world: int
+    local: int
+    address: str
+
+
 def pin(rank: int) -> int | None:
-    """On a CPU a device is one core: the process of ``rank`` keeps only the rank-th of
-    the cores it may use (Linux's affinity), so that a framework whose thread pools are
+    """On a CPU a device is one core: the process of (local) ``rank`` keeps only the
+    rank-th of the cores it may use (Linux's affinity), so that a framework whose thread pools are
     sized by the machine (XLA's are, whatever its flags say) still computes on one core.
     Called first thing in a process, before the framework loads. Returns the core, or
     None where the system cannot pin."""
@@ -79,6 +116,25 @@ def pin(rank: int) -> int | None:
     core = cores[rank % len(cores)]
     os.sched_setaffinity(0, {core})
     return core
+
+
+def shard(images, labels, me: Member, batch_size: int, seed: int):
+    """A process's batches of (numpy) ``images`` and ``labels``, epoch after epoch: every
+    ``world``-th example of an order drawn from (seed, epoch), the same order in every
+    process (a ``DistributedSampler``'s), whole batches only."""
+    import numpy as np
+
+    mine = len(range(me.rank, len(labels), me.world))
+    if mine < batch_size:
+        raise ValueError(f"process {me.rank}'s share of the data, {mine} images, holds no "
+                         f"whole batch of {batch_size}")
+    epoch = 0
+    while True:
+        order = np.random.default_rng([seed, epoch]).permutation(len(labels))[me.rank::me.world]
+        for start in range(0, len(order) - batch_size + 1, batch_size):
+            chosen = order[start:start + batch_size]
+            yield images[chosen], labels[chosen]
+        epoch += 1
 
 
 def serve(conn, train: Callable[[int], float]) -> None:
@@ -93,27 +149,141 @@ def serve(conn, train: Callable[[int], float]) -> None:
         conn.send(("done", train(steps)))
 
 
+def spawn(target: Callable[..., None], n: int, job: tuple) -> tuple[list, list, list]:
+    """A group on this machine: ``n`` spawned processes, each with a pipe to the
+    coordinator and the rendezvous on this host. Returns (connections, processes, the
+    node of each rank: 0, 1, ... in the order the ranks found them; here all 0)."""
+    context = multiprocessing.get_context("spawn")
+    address = f"127.0.0.1:{free_port()}"
+    conns, processes = [], []
+    for rank in range(n):
+        mine, theirs = context.Pipe()
+        process = context.Process(target=target, daemon=True, name=f"rank{rank}",
+                                  args=(Member(rank, n, rank, address), *job, theirs))
+        process.start()
+        theirs.close()  # a process that dies closes its end: recv then fails
+        conns.append(mine)
+        processes.append(process)
+    return conns, processes, [0] * n
+
+
+class Step:
+    """An srun step, seen as each of its tasks' process (a task that fails ends the step:
+    ``--kill-on-bad-exit``)."""
+
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.popen = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+    def join(self, timeout: float) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def kill(self) -> None:
+        self.popen.terminate()  # srun passes it on to every task and ends the step
+        self.join(10)
+        self.popen.kill()
+
+
+def srun(per_node: int) -> Callable[..., tuple[list, list, list]]:
+    """Groups as srun steps inside this SLURM job: a group of n processes spans
+    ceil(n / per_node) nodes, one task per device. The steps overlap (every group is
+    started before the first is timed; only one computes at a time), and each task pins
+    itself (``--cpu-bind=none``: SLURM's binding would put every task of a step on the
+    node's first core)."""
+
+    def start(target: Callable[..., None], n: int, job: tuple) -> tuple[list, list, list]:
+        key = os.urandom(32)
+        listener = Listener(("", 0), authkey=key)
+        script = Path(sys.modules[target.__module__].__file__).resolve()
+        nodes = math.ceil(n / per_node)
+        command = ["srun", f"--nodes={nodes}", f"--ntasks={n}",
+                   f"--ntasks-per-node={math.ceil(n / nodes)}", "--overlap",
+                   "--cpu-bind=none", "--kill-on-bad-exit=1", "--label",
+                   sys.executable, "-c", JOIN, str(script), target.__name__,
+                   f"{socket.gethostname()}:{listener.address[1]}"]
+        step = Step(command, {**os.environ, KEY: key.hex()})
+        arrived: queue.Queue = queue.Queue()
+
+        def accept() -> None:  # until every task has called, or the listener is closed
+            try:
+                for _ in range(n):
+                    arrived.put(listener.accept())
+            except OSError:
+                pass
+
+        threading.Thread(target=accept, daemon=True).start()
+        hellos = {}
+
+        def ended() -> RuntimeError:
+            step.join(POLL_S)
+            return RuntimeError(f"the srun step of {n} processes ended (exit code "
+                                f"{step.exitcode}) before all had started; its log is above")
+
+        try:
+            while len(hellos) < n:
+                try:
+                    conn = arrived.get(timeout=POLL_S)
+                except queue.Empty:
+                    if not step.is_alive():
+                        raise ended() from None
+                    continue
+                try:
+                    rank, node, offer = conn.recv()
+                except EOFError:
+                    raise ended() from None
+                hellos[rank] = conn, node, offer
+        finally:
+            listener.close()
+        address = hellos[0][2]
+        for conn, _, _ in hellos.values():
+            conn.send((address, job))
+        ranks = sorted(hellos)
+        names = list(dict.fromkeys(hellos[r][1] for r in ranks))  # in the ranks' order
+        return ([hellos[r][0] for r in ranks], [step] * n,
+                [names.index(hellos[r][1]) for r in ranks])
+
+    return start
+
+
+def join(script: str, function: str, coordinator: str) -> None:
+    """A task srun started: its rank, the group's size and its index on its node from
+    SLURM's variables; it tells the coordinator who it is (rank 0 also offers the
+    rendezvous on its node), then runs the section's ``function`` as a spawned process
+    would."""
+    env = os.environ
+    rank, world, local = (int(env[k]) for k in ("SLURM_PROCID", "SLURM_NTASKS",
+                                                 "SLURM_LOCALID"))
+    host, port = coordinator.rsplit(":", 1)
+    conn = Client((host, int(port)), authkey=bytes.fromhex(env.pop(KEY)))
+    offer = f"{socket.gethostname()}:{free_port('')}" if rank == 0 else None
+    conn.send((rank, env.get("SLURMD_NODENAME", socket.gethostname()), offer))
+    address, job = conn.recv()
+    path = Path(script)
+    target = getattr(sections.load_script(path.parent.name, path.stem), function)
+    target(Member(rank, world, local, address), *job, conn)
+
+
 class Group:
     """N processes training one model data-parallel, started once (``startup``: seconds
     until the last of them is ready), told to train a number of steps at a time
-    (``run``), stopped at the end. ``target(rank, world, address, on, model, options,
-    conn)`` is a process's code; ``address`` a free ``host:port`` on this host."""
+    (``run``), stopped at the end. ``target(member, on, model, options, conn)`` is a
+    process's code; ``start`` places the processes (``spawn``: on this machine; ``srun``:
+    on a SLURM job's nodes); ``nodes`` says on which node each rank ran (0, 1, ...)."""
 
     def __init__(self, target: Callable[..., None], n: int, on: str, model: str,
-                 options: dict[str, Any]) -> None:
-        context = multiprocessing.get_context("spawn")
-        address = f"127.0.0.1:{free_port()}"
+                 options: dict[str, Any], start: Callable[..., tuple] = spawn) -> None:
         self.n, self.losses = n, []
-        self.conns, self.processes = [], []
         started = time.perf_counter()
-        for rank in range(n):
-            mine, theirs = context.Pipe()
-            process = context.Process(target=target, daemon=True, name=f"rank{rank}",
-                                      args=(rank, n, address, on, model, options, theirs))
-            process.start()
-            theirs.close()  # a process that dies closes its end: recv then fails
-            self.conns.append(mine)
-            self.processes.append(process)
+        self.conns, self.processes, self.nodes = start(target, n, (on, model, options))
         self.replies()
         self.startup = time.perf_counter() - started
 
@@ -150,7 +320,7 @@ class Group:
                 conn.send(("stop", 0))
             except OSError:  # it has died already
                 pass
-        for process in self.processes:
+        for process in dict.fromkeys(self.processes):  # an srun step once
             process.join(timeout=60)
             if process.is_alive():
                 process.kill()
@@ -159,8 +329,9 @@ class Group:
 def check(args: argparse.Namespace) -> list[int]:
     """The device counts asked for, in order; a usage error (exit 2) where the options
     disagree: a model without its images or learning rate, images that do not split into
-    whole steps on every count (every count alike, so that machines compare), a data
-    limit that leaves a device less than one batch."""
+    whole steps on every count (every count alike, so that machines compare), more nodes
+    than the largest count has processes, a data limit that leaves a device less than
+    one batch."""
     if not len(args.models) == len(args.images) == len(args.learning_rates):
         arguments.usage_error(
             "--models, --images and --learning-rates need one value per model; got "
@@ -173,6 +344,10 @@ def check(args: argparse.Namespace) -> list[int]:
                     f"--images {images} for {model} does not split into whole steps of "
                     f"{args.batch_size} images on each of {n} devices: take a multiple of "
                     f"{args.batch_size * math.lcm(*counts)}")
+    if args.nodes > counts[-1]:
+        arguments.usage_error(
+            f"--nodes {args.nodes} needs a device count of at least {args.nodes} (one process "
+            f"a node); the largest is {counts[-1]}")
     if args.train_limit and args.train_limit // counts[-1] < args.batch_size:
         arguments.usage_error(
             f"--train-limit {args.train_limit} leaves each of {counts[-1]} devices "
@@ -180,8 +355,29 @@ def check(args: argparse.Namespace) -> list[int]:
     return counts
 
 
+# What a device is, by device kind, counted.
+UNITS = {"gpu": "GPUs", "cpu": "cores (one process of one thread each)"}
 # What links a group's processes, by device kind: ``design`` words it in the run record.
 LINKS = {"gpu": "NCCL between GPUs", "cpu": "gloo between CPU processes of one thread"}
+
+
+def placement(args: argparse.Namespace, largest: int, gpus: int) -> tuple[Callable, int, str]:
+    """Where the groups run: (how they start, the most devices a group may have, what
+    the limit is, in words). On one node: this machine's GPUs (``gpus``) or the timing
+    job's ``--threads`` cores, the groups spawned here. With ``--nodes N`` inside a
+    SLURM job: srun steps over the job's nodes, the largest count's processes spread
+    evenly (as the job asked SLURM for them: a task per device, ``--nodes`` nodes).
+    With ``--nodes N`` outside SLURM: this machine only, and the counts above it say why."""
+    per_node = gpus if args.on == "gpu" else args.threads
+    words = f"this machine has {per_node} {UNITS[args.on]}"
+    if args.nodes == 1:
+        return spawn, per_node, words
+    if "SLURM_JOB_ID" not in os.environ:
+        return spawn, per_node, (f"{words}; --nodes {args.nodes} spans nodes only inside a "
+                                 "SLURM job (--workflow-profile profiles/slurm)")
+    share = math.ceil(largest / args.nodes)
+    return srun(share), args.nodes * share, (f"this SLURM job has {args.nodes} nodes of "
+                                              f"{share} device{'s' if share > 1 else ''}")
 
 
 def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
@@ -194,22 +390,22 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
     then every group timed side by side (``timing.compare``: ``--warmup`` untimed
     samples, then ``--repeats`` rounds), each sample ``--images`` images."""
     counts = check(args)
-    limit, kind = ((gpus, "GPUs") if args.on == "gpu"
-                   else (args.threads, "cores (one process of one thread each)"))
+    start, limit, kind = placement(args, counts[-1], gpus)
     fitting = [n for n in counts if n <= limit]
     for n in counts:
         if n > limit:
             for model in args.models:
                 rec.notes.setdefault("runs_not_run", {})[training.case_name(model, n)] = {
-                    "devices": n, "reason": f"needs {n} devices, this machine has {limit} {kind}",
+                    "devices": n, "reason": f"needs {n} devices, {kind}",
                     **({"needs": NEEDS_GPUS} if args.on == "gpu" else {})}
-            print(f"{n} devices: not run, the machine has {limit} {kind}", flush=True)
+            print(f"{n} devices: not run, {kind}", flush=True)
     if not fitting:
         plural = "s" if counts[0] > 1 else ""
-        raise Skipped(f"needs {counts[0]} device{plural}, found {limit} {kind}",
+        raise Skipped(f"needs {counts[0]} device{plural}, found {limit} {UNITS[args.on]}",
                       needs=NEEDS_GPUS if args.on == "gpu" else None)
     folder = data.found_or_exit(args.data_dir)
     rec.notes["design"] = design.format(links=LINKS[args.on])
+    rec.notes["placement"] = kind
     for model, images, lr in zip(args.models, args.images, args.learning_rates):
         options = {"seed": args.seed, "lr": lr, "batch_size": args.batch_size,
                    "folder": folder, "train_limit": args.train_limit}
@@ -217,7 +413,8 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
         try:
             for n in fitting:
                 case = training.case_name(model, n)
-                groups[case] = group = Group(target, n, args.on, model, options)
+                groups[case] = group = Group(target, n, args.on, model, options, start)
+                rec.notes.setdefault("node_of_each_rank", {})[case] = group.nodes
                 rec.samples(case, "startup", "s", [group.startup], devices=names(n))
                 print(f"{case}: started in {group.startup:.1f} s", flush=True)
                 group.run(1)  # one untimed step: compiles, allocates, connects the links

@@ -166,14 +166,7 @@ class Loader:
 
 
 def fashion_mnist(folder, train: bool, limit: int | None = None) -> FashionMNIST:
-    import numpy as np
-
-    prefix = "train" if train else "t10k"
-    shape, pixels = data.read_idx(folder / f"{prefix}-images-idx3-ubyte.gz")
-    _, labels = data.read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz")
-    images = np.frombuffer(pixels, dtype=np.uint8).reshape(shape)[:limit]
-    targets = np.frombuffer(labels, dtype=np.uint8).astype(np.int32)[:limit]
-    return FashionMNIST((images[:, None] / np.float32(255)).astype(np.float32), targets)
+    return FashionMNIST(*data.arrays(folder, train, limit))
 
 
 def load_data(args: Any, batch_size: int):

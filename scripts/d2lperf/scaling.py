@@ -22,6 +22,7 @@ from d2lperf import stats, workloads
 from d2lperf.describe import Stats
 
 THROUGHPUT, EFFICIENCY = "throughput", "efficiency"
+MODEL_NAMES = {"lenet": "LeNet", "resnet18": "ResNet-18"}
 
 
 def rows(samples: pd.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -61,3 +62,40 @@ def rows(samples: pd.DataFrame, runs: Mapping[str, Mapping[str, Any]]) -> pd.Dat
 def process_groups(group: pd.DataFrame) -> dict[object, list[float]]:
     """One case's samples by the process that measured them (``stats.Groups``)."""
     return {process: list(values) for process, values in group.groupby("process")["value"]}
+
+
+def api_gains(summary: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Today's API against the book's design on the same GPUs: for each framework, model
+    and device count that both a data-parallel section and the book's section of that
+    model (``workloads.TRAINING_MODELS``: LeNet from scratch, ResNet-18 concisely) trained
+    on GPUs, the images/s of each (the data-parallel throughput's median; the median of
+    the book's epochs, as images/s from its GFLOP/s) and today's over the book's. The
+    two are separate sections of one run, not cases timed side by side, so this is a
+    figure beside the claims, never a verdict. On a CPU there is no row: the book's
+    devices there are names of one CPU and all its threads, today's a core per process."""
+    def median(row: Mapping[str, Any], key: str) -> float | None:
+        value = row.get(key)
+        return None if value in (None, "") or pd.isna(value) else float(value)
+
+    today = {(r["framework"], r["case"]): r for r in summary
+             if r["section"] in workloads.PER_SAMPLE and r["metric"] == THROUGHPUT
+             and median(r, "median") and workloads.gpus_of(r.get("devices"))}
+    found = []
+    for r in summary:
+        if (r["section"] in workloads.PER_SAMPLE or r["metric"] != "time"
+                or median(r, "epoch") is not None or not median(r, "achieved")):
+            continue  # the book's case over all its epochs only
+        mine = today.get((r["framework"], r["case"]))
+        if mine is None or len(workloads.gpus_of(r.get("devices"))) != len(
+                workloads.gpus_of(mine.get("devices"))):
+            continue
+        model, n = workloads.training_case(r["case"])
+        book = workloads.examples_per_second(r["section"], r["case"], median(r, "achieved"))
+        if not book:
+            continue
+        found.append({"framework": r["framework"], "model": MODEL_NAMES.get(model, model),
+                      "devices": n,
+                      "book_section": r["section"], "book": book,
+                      "today_section": mine["section"], "today": median(mine, "median"),
+                      "gain": median(mine, "median") / book})
+    return sorted(found, key=lambda g: (g["framework"], g["model"], g["devices"]))

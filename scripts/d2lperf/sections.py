@@ -102,7 +102,10 @@ class Section:
     ``claims``: its claims that are one case faster than another (``SpeedClaim``).
     ``documents_code``: the documents' MXNet code has the section, so the documents'
     framework has its script; False for a section of today's APIs (data-parallel
-    training with a process per device), which a framework may not have yet."""
+    training with a process per device), which a framework may not have yet.
+    ``process_per_device``: its preset's ``device_counts`` are processes, one per device:
+    its SLURM job asks for the largest count's GPUs, and over the preset's ``nodes``
+    (more than 1) for a task per device spread over that many nodes."""
 
     name: str
     title: str
@@ -126,6 +129,7 @@ class Section:
     mem_mb: int = 8000
     claims: tuple[SpeedClaim, ...] = ()
     documents_code: bool = True
+    process_per_device: bool = False
 
     def options_schema(self) -> dict[str, object]:
         """The JSON schema of this section's entry in a preset."""
@@ -260,11 +264,14 @@ SECTIONS: dict[str, Section] = {s.name: s for s in [
                  "learning_rates": {"type": "array", "minItems": 1,
                                     "items": {"type": "number", "exclusiveMinimum": 0}},
                  "device_counts": {"type": "array", "minItems": 1, "items": COUNT},
+                 "nodes": {**COUNT, "description": "nodes of a SLURM job the largest count "
+                           "spans, a process per device (default 1)"},
                  "batch_size": COUNT, "train_limit": COUNT, **REPEATED},
         required=("models", "images", "learning_rates", "device_counts", "batch_size",
                   *REPEATED_REQUIRED),
         plot="scaling",
         documents_code=False,
+        process_per_device=True,
         data=True,
         runtime=60,
         mem_mb=16000,
@@ -334,15 +341,28 @@ def preset_schema() -> dict[str, object]:
 
 
 def slurm_resources(section: str, framework_gpus: bool, threads: int | str,
-                    ) -> dict[str, int | str]:
-    """What one timing job asks SLURM for: its node exclusively, the section's time and
-    memory, its GPUs (at least one for a framework that runs every section on a GPU where
-    there is one: ``framework_gpus``; none asked for where it needs none), and a core per
-    thread."""
+                    options: Mapping[str, Any] | None = None) -> dict[str, int | str]:
+    """What one timing job asks SLURM for: its nodes exclusively, the section's time and
+    memory (a node's), its GPUs (at least one for a framework that runs every section on
+    a GPU where there is one: ``framework_gpus``; none asked for where it needs none), and
+    a core per thread. A section with a process per device (``options``: its preset
+    entry) asks for a GPU per device of its largest count; over several ``nodes``, for a
+    task per device on that many nodes, which its script starts with srun (the plugin's
+    ``mpi`` jobs run the rule's command in the job's first node, not in a job step)."""
     entry = SECTIONS[section]
     gpus = max(entry.gpus, 1) if framework_gpus else entry.gpus
-    wanted = {"cpus_per_task": TIMING_CPUS if threads == "auto" else int(threads),
-              "mem_mb": entry.mem_mb, "runtime": entry.runtime, "slurm_extra": EXCLUSIVE}
+    wanted: dict[str, int | str] = {
+        "cpus_per_task": TIMING_CPUS if threads == "auto" else int(threads),
+        "mem_mb": entry.mem_mb, "runtime": entry.runtime, "slurm_extra": EXCLUSIVE}
+    if entry.process_per_device and options:
+        devices = max(options["device_counts"])
+        gpus = devices if framework_gpus else gpus
+        if options.get("nodes", 1) > 1:
+            # a task per device: --ntasks (the plugin turns a GPU job's `tasks` into
+            # --ntasks-per-gpu, so that is said apart); the job's nodes are whole
+            # (--exclusive), so one core a task is only what SLURM counts
+            wanted.update(nodes=options["nodes"], tasks=devices, mpi="srun", cpus_per_task=1,
+                          **({"tasks_per_gpu": 1} if gpus else {}))
     return {**wanted, "gpu": gpus} if gpus else wanted
 
 

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# A real single-node SLURM cluster on this machine, for tests/test_slurm.py and for trying
-# the slurm profile by hand:
-#   scripts/slurm/start.sh DIR   # start munged, slurmctld, slurmd; all state under DIR
+# A real SLURM cluster on this machine, for tests/test_slurm.py and for trying the slurm
+# profile by hand:
+#   scripts/slurm/start.sh DIR   # start munged, slurmctld, a slurmd per node; all state under DIR
 #   export SLURM_CONF=DIR/slurm.conf
 #   scripts/slurm/stop.sh DIR    # stop every daemon this started
-# The node is declared with this machine's real CPUs and memory (`slurmd -C`), and with GPUS
+# Each node is declared with this machine's real CPUs and memory (`slurmd -C`), and with GPUS
 # placeholder GPUs (default 2, the most any section uses) so that the per-rule GPU requests are
-# scheduled for real; nothing is behind them.
+# scheduled for real; nothing is behind them. NODES (default 1) nodes, each a slurmd of its
+# own on this one host (a node name and port each): the first is the host's name, the others
+# <host>-2, <host>-3, ... Partition "debug" (the default) holds the first node only, so jobs
+# there never run side by side; partition "multi" holds every node, for jobs that span nodes.
+# The nodes share this host's cores, so what runs across them shows that it runs, not how
+# fast a cluster would be.
 # Everything (keys, configs, spool, state, logs, pid files) lives in DIR but one link: the
 # executor's job step runs `srun` with every SLURM_* variable removed, SLURM_CONF too, so srun
 # reads /etc/slurm/slurm.conf. That is made a link to DIR/slurm.conf, and only where there is
@@ -17,6 +22,7 @@ set -euo pipefail
 
 DIR=${1:?usage: start.sh STATE_DIR}
 GPUS=${GPUS:-2}
+NODES=${NODES:-1}
 WAIT_S=${WAIT_S:-60}
 
 cannot() {
@@ -49,14 +55,17 @@ munged --socket="$DIR/munge/munge.socket" --key-file="$DIR/munge/munge.key" \
   --seed-file="$DIR/munge/munged.seed"
 
 # Free ports, so that a SLURM already running here (6817/6818) is neither hit nor in the way.
-read -r CTLD_PORT SLURMD_PORT < <(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(2)]
+read -r CTLD_PORT SLURMD_PORTS < <(python3 -c '
+import socket, sys
+socks = [socket.socket() for _ in range(1 + int(sys.argv[1]))]
 for s in socks:
     s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))')
+print(*(s.getsockname()[1] for s in socks))' "$NODES")
+read -r -a PORTS <<<"$SLURMD_PORTS"
 
 HOST=$(hostname -s)
+NAMES=("$HOST")
+for ((i = 2; i <= NODES; i++)); do NAMES+=("$HOST-$i"); done
 # slurmd -C: the node line with this machine's real CPUs, sockets, cores and memory.
 NODE=$(slurmd -C | head -n 1)
 case "$NODE" in NodeName=*" RealMemory="*) ;; *)
@@ -66,24 +75,30 @@ case "$NODE" in NodeName=*" RealMemory="*) ;; *)
 esac
 GRES=""
 if [ "$GPUS" -gt 0 ]; then GRES="Gres=gpu:$GPUS"; fi
+# A line per node: this machine's description under the node's name, its own port.
+NODE_LINES=""
+for ((i = 0; i < NODES; i++)); do
+  NODE_LINES+="NodeName=${NAMES[i]} NodeHostname=$HOST ${NODE#NodeName=* } NodeAddr=127.0.0.1"
+  NODE_LINES+=" Port=${PORTS[i]} $GRES State=UNKNOWN"$'\n'
+done
+ALL=$(IFS=,; echo "${NAMES[*]}")
 
 cat >"$DIR/slurm.conf" <<CONF
-# Written by scripts/slurm/start.sh for a one-node test cluster; all state under $DIR.
+# Written by scripts/slurm/start.sh for a $NODES-node test cluster; all state under $DIR.
 ClusterName=d2lperf-test
 SlurmctldHost=$HOST(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
-SlurmdPort=$SLURMD_PORT
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$DIR/munge/munge.socket
 StateSaveLocation=$DIR/ctld
-SlurmdSpoolDir=$DIR/spool
+SlurmdSpoolDir=$DIR/spool/%n
 SlurmctldPidFile=$DIR/slurmctld.pid
-SlurmdPidFile=$DIR/slurmd.pid
+SlurmdPidFile=$DIR/slurmd-%n.pid
 SlurmctldLogFile=$DIR/slurmctld.log
-SlurmdLogFile=$DIR/slurmd.log
+SlurmdLogFile=$DIR/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 # No cgroups: this may run in a container whose cgroup tree SLURM cannot manage. Jobs are
@@ -107,17 +122,20 @@ SlurmdTimeout=60
 InactiveLimit=0
 KillWait=5
 MailProg=/bin/true
-$NODE NodeAddr=127.0.0.1 $GRES State=UNKNOWN
+${NODE_LINES%$'\n'}
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+PartitionName=multi Nodes=$ALL MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
 # Placeholder GPUs: SLURM ignores a GPU without a device file, so each gets one under DIR, a
 # character device that is /dev/null (1:3). They are scheduled and counted like real GPUs;
 # nothing computes on them (the test runs the GPU sections on CPU contexts).
 : >"$DIR/gres.conf"
 if [ "$GPUS" -gt 0 ]; then
-  mkdir -p "$DIR/gpu"
-  for ((i = 0; i < GPUS; i++)); do mknod "$DIR/gpu/nvidia$i" c 1 3; done
-  echo "NodeName=$HOST Name=gpu File=$DIR/gpu/nvidia[0-$((GPUS - 1))]" >"$DIR/gres.conf"
+  for name in "${NAMES[@]}"; do
+    mkdir -p "$DIR/gpu/$name"
+    for ((i = 0; i < GPUS; i++)); do mknod "$DIR/gpu/$name/nvidia$i" c 1 3; done
+    echo "NodeName=$name Name=gpu File=$DIR/gpu/$name/nvidia[0-$((GPUS - 1))]" >>"$DIR/gres.conf"
+  done
 fi
 
 export SLURM_CONF="$DIR/slurm.conf"
@@ -125,14 +143,18 @@ mkdir -p "$(dirname "$ETC_CONF")"
 ln -sfn "$SLURM_CONF" "$ETC_CONF"
 # -i: ignore state left by an earlier start in the same folder.
 slurmctld -f "$SLURM_CONF" -i
-slurmd -f "$SLURM_CONF"
+for name in "${NAMES[@]}"; do
+  mkdir -p "$DIR/spool/$name"
+  slurmd -f "$SLURM_CONF" -N "$name"
+done
 
 deadline=$((SECONDS + WAIT_S))
-until [ "$(sinfo -h -n "$HOST" -o %T 2>/dev/null)" = idle ]; do
+# Every node idle: sinfo's one line per node, each "idle".
+until [ "$(sinfo -h -N -p multi -o %T 2>/dev/null | grep -cx idle)" = "$NODES" ]; do
   # A daemon that exited (bad config) will not come back: say so now, not after WAIT_S.
   # (Each writes its pid file just after it forks; give that a moment.)
   dead=""
-  for name in slurmctld slurmd; do
+  for name in slurmctld "${NAMES[@]/#/slurmd-}"; do
     pid=$(cat "$DIR/$name.pid" 2>/dev/null || true)
     if [ -n "$pid" ]; then
       kill -0 "$pid" 2>/dev/null || dead="$dead $name"
@@ -141,10 +163,10 @@ until [ "$(sinfo -h -n "$HOST" -o %T 2>/dev/null)" = idle ]; do
     fi
   done
   if [ -n "$dead" ] || [ "$SECONDS" -ge "$deadline" ]; then
-    echo "SLURM did not report node $HOST idle (daemons not running:${dead:- none});" \
+    echo "SLURM did not report its $NODES node(s) idle (daemons not running:${dead:- none});" \
       "sinfo says:" >&2
     sinfo -N -l >&2 2>&1 || true
-    tail -n 20 "$DIR/slurmctld.log" "$DIR/slurmd.log" >&2 2>/dev/null || true
+    tail -n 20 "$DIR"/slurm*.log >&2 2>/dev/null || true
     exit 1
   fi
   sleep 0.5

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stops everything scripts/slurm/start.sh DIR started: the jobs still in the cluster, slurmd,
+# Stops everything scripts/slurm/start.sh DIR started: the jobs still in the cluster, each slurmd,
 # slurmctld and munged, by the pids they wrote under DIR (never by name, so another SLURM or
 # munge on this machine is left alone), and the /etc/slurm/slurm.conf link if it is still
 # start.sh's. Safe to run twice, or after a start that failed half way. Exit status 1 if a
@@ -30,7 +30,7 @@ reap() {
 }
 
 ctld=$(pid_of "$DIR/slurmctld.pid")
-slurmd=$(pid_of "$DIR/slurmd.pid")
+slurmd=$(for file in "$DIR"/slurmd-*.pid; do pid_of "$file"; done)
 munged=$(pid_of "$DIR/munge/munged.pid")
 # slurmctld's helper (slurmscriptd) is its child: by parent id, so that it is waited for too.
 helpers=$([ -n "$ctld" ] && pgrep -P "$ctld" || true)
@@ -38,7 +38,9 @@ helpers=$([ -n "$ctld" ] && pgrep -P "$ctld" || true)
 if alive "$ctld" && [ -f "$SLURM_CONF" ]; then
   # Jobs first: their slurmstepd processes outlive slurmd otherwise.
   steps=$(timeout 10 scontrol listpids 2>/dev/null | awk 'NR > 1 {print $1}' || true)
-  timeout 10 scancel --full --quiet --partition=debug 2>/dev/null || true
+  for partition in debug multi; do
+    timeout 10 scancel --full --quiet --partition=$partition 2>/dev/null || true
+  done
   deadline=$((SECONDS + WAIT_S))
   while [ -n "$(timeout 10 squeue -h -t running,completing -o %i 2>/dev/null || true)" ] &&
     [ "$SECONDS" -lt "$deadline" ]; do

@@ -72,10 +72,13 @@ for section, framework in JOBS:
         conda:
             CONDA_ENV[framework]
         # The whole machine lock (local runs); under SLURM, the section's own request
-        # (d2lperf.sections): its node exclusively, its GPUs, time and memory.
+        # (d2lperf.sections): its nodes exclusively, its GPUs, time and memory.
         resources:
             **SECTION_TABLE.slurm_resources(
-                section, FRAMEWORK[framework].gpu_everywhere, config["threads"]
+                section,
+                FRAMEWORK[framework].gpu_everywhere,
+                config["threads"],
+                for_framework(PRESET[section], framework),
             ),
             machine_lock=MACHINE_LOCK,
         params:

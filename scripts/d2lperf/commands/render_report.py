@@ -32,7 +32,8 @@ from typing import Any
 
 import jinja2
 
-from d2lperf import hostlock, provenance, steps
+from d2lperf import hostlock, provenance, scaling, steps
+from d2lperf import sections as section_table
 from d2lperf.archive import kept_refusals
 from d2lperf.labels import Labels
 from d2lperf.report.claims_view import (
@@ -105,6 +106,15 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
     sections = sections_view(args, runs, frameworks, figures,
                              outputs_side_by_side(outputs, frameworks, labels), claims,
                              titles)
+    # Today's data-parallel API against the book's design, in the sections of today's API
+    gains = scaling.api_gains(summary)
+    for s in sections:
+        if s["section"] in section_table.SECTIONS and \
+                section_table.SECTIONS[s["section"]].process_per_device:
+            s["api_gains"] = [{**g, "framework": FRAMEWORKS.get(g["framework"], g["framework"]),
+                               "book_title": titles.get(g["book_section"], {}).get(
+                                   "title", g["book_section"])}
+                              for g in gains if g["today_section"] == s["section"]]
     # The GPUs' datasheet shares and energy, only where a run shows any (d2lperf.report.gpu_view)
     gpus = {k: v for k, v in (("gpu_datasheet", datasheet_shares(summary, machine, runs)),
                               ("gpu_energy", energy_view(summary, runs, machine))) if v}

@@ -57,30 +57,12 @@ def make_model(model: str, key):
     return variables["params"], variables["batch_stats"], resnet_loss
 
 
-def shard(dataset, rank: int, world: int, batch_size: int, seed: int):
-    """This process's batches, epoch after epoch: every ``world``-th image of an order
-    drawn from (seed, epoch), the same order in every process, whole batches only."""
-    import numpy as np
-
-    mine = len(range(rank, len(dataset), world))
-    if mine < batch_size:
-        raise ValueError(f"process {rank}'s share of the data, {mine} images, holds no "
-                         f"whole batch of {batch_size}")
-    epoch = 0
-    while True:
-        order = np.random.default_rng([seed, epoch]).permutation(len(dataset))[rank::world]
-        for start in range(0, len(order) - batch_size + 1, batch_size):
-            chosen = order[start:start + batch_size]
-            yield dataset.images[chosen], dataset.labels[chosen]
-        epoch += 1
-
-
-def rank_main(rank: int, world: int, address: str, on: str, model: str, options: dict,
-              conn) -> None:
+def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> None:
     """One process of a group: one device, the group's coordinator, a replica and its
     share of the data; then it trains the steps the coordinator asks for."""
-    if on == "cpu":  # one host device of one thread on one core, before jax loads
-        groups.pin(rank)
+    rank, world = me.rank, me.world
+    if on == "cpu":  # one host device of one thread on one core (of its node), before jax loads
+        groups.pin(me.local)
         os.environ.update(d2l.thread_environment(1, host_devices=1))
     import jax
     import numpy as np
@@ -90,8 +72,8 @@ def rank_main(rank: int, world: int, address: str, on: str, model: str, options:
 
     if on == "cpu":
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(address, num_processes=world, process_id=rank,
-                               local_device_ids=[rank] if on == "gpu" else None,
+    jax.distributed.initialize(me.address, num_processes=world, process_id=rank,
+                               local_device_ids=[me.local] if on == "gpu" else None,
                                initialization_timeout=groups.COLLECTIVE_TIMEOUT_S)
     grid = Mesh(np.array(jax.devices()), ("devices",))
     split, replicated = NamedSharding(grid, P("devices")), NamedSharding(grid, P())
@@ -112,7 +94,8 @@ def rank_main(rank: int, world: int, address: str, on: str, model: str, options:
     step = jax.jit(step, in_shardings=(replicated, replicated, replicated, split, split),
                    out_shardings=(replicated, replicated, replicated, replicated))
     dataset = d2l.fashion_mnist(options["folder"], True, options["train_limit"])
-    batches = shard(dataset, rank, world, options["batch_size"], options["seed"])
+    batches = groups.shard(dataset.images, dataset.labels, me, options["batch_size"],
+                           options["seed"])
 
     def train(steps: int) -> float:
         nonlocal params, state, opt_state

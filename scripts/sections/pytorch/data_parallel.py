@@ -72,13 +72,13 @@ def endless(loader, sampler):
         epoch += 1
 
 
-def rank_main(rank: int, world: int, address: str, on: str, model: str, options: dict,
-              conn) -> None:
+def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> None:
     """One process of a group: its process group, its replica, its share of the data;
     then it trains the steps the coordinator asks for (``groups.serve``)."""
     cuda = on == "gpu"
-    if not cuda:  # a CPU device is one thread on one core
-        groups.pin(rank)
+    rank, world = me.rank, me.world
+    if not cuda:  # a CPU device is one thread on one core (of its node)
+        groups.pin(me.local)
     import torch
     import torch.distributed as dist
     from torch import nn
@@ -88,15 +88,15 @@ def rank_main(rank: int, world: int, address: str, on: str, model: str, options:
     if not cuda:
         torch.set_num_threads(1)
         torch.set_num_interop_threads(1)
-    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
+    device = torch.device("cuda", me.local) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://{address}",
+    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://{me.address}",
                             rank=rank, world_size=world,
                             timeout=timedelta(seconds=groups.COLLECTIVE_TIMEOUT_S))
     d2l.seed(options["seed"])  # the same initial replica everywhere (DDP also broadcasts)
     net = build_net(model).to(device)
-    parallel = DistributedDataParallel(net, device_ids=[rank] if cuda else None)
+    parallel = DistributedDataParallel(net, device_ids=[me.local] if cuda else None)
     trainer = torch.optim.SGD(parallel.parameters(), options["lr"] * world)
     loss = nn.CrossEntropyLoss()
     dataset = d2l.fashion_mnist(options["folder"], True, options["train_limit"])
