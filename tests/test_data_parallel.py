@@ -135,6 +135,33 @@ def in_a_slurm_job(tmp_path: Path) -> dict[str, str]:
             "PATH": f"{SRUN_STAND_IN}:{os.environ['PATH']}"}
 
 
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def killed_mid_training(tmp_path: Path, torch_python: Path, which, *extra: str,
+                        env: dict[str, str] | None = None) -> str:
+    """The section trains long samples; once its two-device group has started, the
+    process ``which(section's pid)`` names is killed (as the kernel's OOM killer would).
+    Returns what the section printed on stderr; it must have failed, with no results."""
+    args = [a if a != "512" else "51200" for a in TINY]  # 200 steps a sample: seconds
+    worker = subprocess.Popen(
+        [str(torch_python), str(REPO / "scripts" / SCRIPT), *args, "--repeats", "50", *extra,
+         "--csv", str(tmp_path / "samples.csv"), "--sidecar", str(tmp_path / "run.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        for line in worker.stdout:
+            if line.startswith("lenet_2_devices: started"):
+                break
+        os.kill(which(worker.pid), signal.SIGKILL)
+        _, stderr = worker.communicate(timeout=120)
+    finally:
+        worker.kill()
+    assert worker.returncode != 0
+    assert not (tmp_path / "run.json").exists()
+    return stderr
+
+
 def test_over_two_nodes_each_count_is_one_srun_step_a_rank_on_each_node(tmp_path, torch_python):
     """Inside a SLURM job, with --nodes 2, each count's group is one srun step over as few
     nodes as hold it (the largest count's share a node): its tasks take rank, size and
@@ -160,28 +187,16 @@ def test_a_task_of_an_srun_step_that_dies_ends_the_section(tmp_path, torch_pytho
     """A task killed mid-training ends its step (--kill-on-bad-exit), and the coordinator,
     which never waits without looking whether the step is alive, ends the section naming
     the process, instead of waiting forever."""
-    args = [a if a != "512" else "51200" for a in TINY]  # 200 steps a sample: seconds
-    worker = subprocess.Popen(
-        [str(torch_python), str(REPO / "scripts" / SCRIPT), *args, "--repeats", "50",
-         "--nodes", "2", "--csv", str(tmp_path / "samples.csv"),
-         "--sidecar", str(tmp_path / "run.json")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=in_a_slurm_job(tmp_path))
-    try:
-        for line in worker.stdout:
-            if line.startswith("lenet_2_devices: started"):
-                break
-        steps = Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()
-        tasks = Path(f"/proc/{steps[-1]}/task/{steps[-1]}/children").read_text().split()
-        os.kill(int(tasks[-1]), signal.SIGKILL)
-        _, stderr = worker.communicate(timeout=120)
-    finally:
-        worker.kill()
-    assert worker.returncode != 0
+    def a_task(section: int) -> int:  # the last task of the last step started
+        step = children(section)[-1]
+        return children(step)[-1]
+
+    stderr = killed_mid_training(tmp_path, torch_python, a_task, "--nodes", "2",
+                                 env=in_a_slurm_job(tmp_path))
     # the step's status: the first of its tasks to fail (the killed one, or its peer
     # whose collective lost it)
     assert re.search(r"RuntimeError: process \d of 2 died \(exit code \d+\)", stderr), \
         stderr[-3000:]
-    assert not (tmp_path / "run.json").exists()
 
 
 def test_images_that_do_not_split_into_whole_steps_are_refused(tmp_path, torch_python):
@@ -199,25 +214,10 @@ def test_a_model_without_its_images_is_refused(tmp_path, torch_python):
 
 def test_a_process_that_dies_ends_the_section_naming_it(tmp_path, torch_python):
     """The coordinator waits on each process's pipe and looks whether the process is still
-    alive: a rank killed in the middle of training (as the kernel's OOM killer would) ends
-    the section with an error naming the process, instead of a wait forever."""
-    args = [a if a != "512" else "51200" for a in TINY]  # 200 steps a sample: seconds
-    worker = subprocess.Popen(
-        [str(torch_python), str(REPO / "scripts" / SCRIPT), *args, "--repeats", "50",
-         "--csv", str(tmp_path / "samples.csv"), "--sidecar", str(tmp_path / "run.json")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in worker.stdout:
-            if line.startswith("lenet_2_devices: started"):
-                break
-        children = Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()
-        os.kill(int(children[-1]), signal.SIGKILL)
-        _, stderr = worker.communicate(timeout=120)
-    finally:
-        worker.kill()
-    assert worker.returncode != 0
+    alive: a rank killed in the middle of training ends the section with an error naming
+    the process, instead of a wait forever."""
+    stderr = killed_mid_training(tmp_path, torch_python, lambda section: children(section)[-1])
     assert re.search(r"RuntimeError: process \d of \d died", stderr), stderr[-3000:]
-    assert not (tmp_path / "run.json").exists()
 
 
 def test_on_gpus_a_machine_without_one_skips_saying_what_it_needs(tmp_path, torch_python):

@@ -223,8 +223,10 @@ def srun(per_node: int) -> Callable[..., tuple[list, list, list]]:
         threading.Thread(target=accept, daemon=True).start()
         hellos = {}
 
-        def ended() -> RuntimeError:
+        def ended() -> RuntimeError:  # a task is gone before it said who it is
             step.join(POLL_S)
+            if step.is_alive():  # the others wait for it in vain
+                step.kill()
             return RuntimeError(f"the srun step of {n} processes ended (exit code "
                                 f"{step.exitcode}) before all had started; its log is above")
 
