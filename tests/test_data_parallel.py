@@ -239,3 +239,19 @@ def test_each_process_computes_on_a_core_of_its_own(torch_python):
     done = subprocess.run([str(torch_python), "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["True", "True"]
+
+
+@pytest.mark.parametrize("visible, local, gpu", [
+    (None, 3, 3),      # every GPU of the node visible: the process's index among them
+    ("0,1,2,3", 3, 3),
+    ("5", 3, 0),       # SLURM shows the task only its own GPU: that one
+    ("", 1, 1),
+])
+def test_each_process_takes_the_gpu_slurm_shows_it(monkeypatch, visible, local, gpu):
+    from d2lperf import groups
+
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert groups.gpu_index(groups.Member(rank=7, world=8, local=local, address="")) == gpu

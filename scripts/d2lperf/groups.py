@@ -104,6 +104,14 @@ class Member:
     address: str
 
 
+def gpu_index(me: Member) -> int:
+    """The GPU a process of a group takes: the ``local``-th of those it sees. SLURM may
+    show each task of a step only its own GPU (CUDA_VISIBLE_DEVICES of one): then that
+    one."""
+    visible = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
+    return me.local % len(visible) if visible else me.local
+
+
 def pin(rank: int) -> int | None:
     """On a CPU a device is one core: the process of (local) ``rank`` keeps only the
     rank-th of the cores it may use (Linux's affinity), so that a framework whose thread pools are

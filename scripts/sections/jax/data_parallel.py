@@ -73,7 +73,8 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     if on == "cpu":
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(me.address, num_processes=world, process_id=rank,
-                               local_device_ids=[me.local] if on == "gpu" else None,
+                               local_device_ids=[groups.gpu_index(me)] if on == "gpu"
+                               else None,
                                initialization_timeout=groups.COLLECTIVE_TIMEOUT_S)
     grid = Mesh(np.array(jax.devices()), ("devices",))
     split, replicated = NamedSharding(grid, P("devices")), NamedSharding(grid, P())

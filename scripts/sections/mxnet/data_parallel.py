@@ -59,7 +59,7 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     from mxnet import autograd, gluon, init, nd
 
     kv = mx.kv.create("dist_sync")
-    ctx = mx.gpu(me.local) if on == "gpu" else mx.cpu()
+    ctx = mx.gpu(groups.gpu_index(me)) if on == "gpu" else mx.cpu()
     d2l.seed(options["seed"])  # the same initial replica everywhere (the server keeps rank 0's)
     lr, batch = options["lr"] * me.world, options["batch_size"]
     loss = gluon.loss.SoftmaxCrossEntropyLoss()

@@ -88,7 +88,7 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     if not cuda:
         torch.set_num_threads(1)
         torch.set_num_interop_threads(1)
-    device = torch.device("cuda", me.local) if cuda else torch.device("cpu")
+    device = torch.device("cuda", groups.gpu_index(me)) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://{me.address}",
@@ -96,7 +96,7 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
                             timeout=timedelta(seconds=groups.COLLECTIVE_TIMEOUT_S))
     d2l.seed(options["seed"])  # the same initial replica everywhere (DDP also broadcasts)
     net = build_net(model).to(device)
-    parallel = DistributedDataParallel(net, device_ids=[me.local] if cuda else None)
+    parallel = DistributedDataParallel(net, device_ids=[device.index] if cuda else None)
     trainer = torch.optim.SGD(parallel.parameters(), options["lr"] * world)
     loss = nn.CrossEntropyLoss()
     dataset = d2l.fashion_mnist(options["folder"], True, options["train_limit"])
