@@ -342,3 +342,40 @@ def test_a_worker_that_exits_0_without_its_outputs_is_named_with_the_file(tmp_pa
     assert said, done.stderr
     assert f"toy (PyTorch): {said.group(0)}" in shown
     assert not (tmp_path / "run.json").exists()
+
+
+BEATS_THEN_HANGS = """
+import time
+from d2lperf import progress
+for _ in range(4):  # a beat is written at most once a second
+    progress.beat()
+    time.sleep(0.4)
+progress.beat()
+time.sleep(600)  # hung
+"""
+
+
+def test_a_worker_silent_far_longer_than_it_ever_was_is_given_up_long_before_its_limit(
+        tmp_path, monkeypatch):
+    """A worker beats (every line, every sample); silent for many times its longest silence
+    (at least a floor) it is hung, however long its limit: the manager's watch returns
+    why, within seconds of the bound, not at the limit."""
+    monkeypatch.setattr(manager, "SILENCE_FLOOR_S", 2.0)
+    heartbeat = tmp_path / "0.alive"
+    worker = subprocess.Popen([sys.executable, "-c", BEATS_THEN_HANGS],
+                              env={**os.environ, progress.HEARTBEAT: str(heartbeat)})
+    started = time.monotonic()
+    try:
+        code, silence = manager.watch(worker, 600, heartbeat)
+    finally:
+        worker.kill()
+        worker.wait()
+    assert code is None
+    assert time.monotonic() - started < 60
+    assert re.fullmatch(r"\d+ s \(its longest silence before was 0\.\d+ s; allowed: 10 times "
+                        r"that, at least 2 s\)", silence), silence
+
+
+def test_a_worker_that_ends_is_not_given_up(tmp_path):
+    worker = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert manager.watch(worker, 600, tmp_path / "none") == (3, "")

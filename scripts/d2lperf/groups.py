@@ -18,18 +18,31 @@ variables SLURM gives it, and reaching the coordinator over TCP (``join``). Rank
 the rendezvous address of the framework's collectives on its own node; the coordinator
 hands it to the others.
 
-A process that dies (an exception, the kernel's OOM killer) ends the section at once
-with an error naming it: the coordinator never waits on a connection without looking
-whether the process (or the srun step) at its other end is still alive.
+Nothing on the network can join or stall a group (docs/design.md, "Who can reach a
+group"). On one node every listening socket of a group is on loopback: the rendezvous,
+and the framework's collectives told so by ``binding`` (gloo's and NCCL's interface,
+ps-lite's address). Across a SLURM job's nodes they listen on the address the node's name
+resolves to, the network the nodes share, which is trusted (as PyTorch's and JAX's own
+docs assume); the coordinator there takes only callers that prove the group's key, and no
+other caller can stop it (``Coordinator``).
+
+No fault of a group goes unnamed or waits without end (``Group.replies``): a process
+that dies (an exception, the kernel's OOM killer) ends the section at once, naming it and
+its signal or exit code, and a process killed is named before the peers that failed
+after it; one that is stopped (SIGSTOP, a debugger) is named within ``STOPPED_S``; a
+group that stays silent far beyond its own slowest step is named with the bound it
+passed. Then every process of every group is killed.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import multiprocessing
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -37,19 +50,37 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Client, Listener
+from multiprocessing.connection import (
+    AuthenticationError,
+    Client,
+    Connection,
+    answer_challenge,
+    deliver_challenge,
+    wait,
+)
 from pathlib import Path
 from typing import Any
 
-from d2lperf import arguments, data, devices, sections, timing, training, workloads
+from d2lperf import arguments, data, devices, progress, sections, timing, training, workloads
 from d2lperf.arguments import positive_float, positive_int
 from d2lperf.errors import NEEDS_GPUS, Skipped
 
 MODELS = workloads.TRAINING_MODELS["data_parallel"]
-POLL_S = 1.0  # how often the coordinator looks whether a process of a group has died
+POLL_S = 1.0  # how often the coordinator looks at a group's silent processes
 # A collective that waits longer than this has lost a process: far beyond the slowest
-# step seen (a ResNet-18 step of 256 images on one CPU thread takes about 7 s).
+# step seen (a ResNet-18 step of 256 images on one CPU thread takes about 7 s). It is also
+# the bound of a group's startup and untimed first step, before any step was timed.
 COLLECTIVE_TIMEOUT_S = 600
+# Once a step was timed, a group that trains ``steps`` more may be silent for this many
+# times its slowest step seen (the untimed first one included, compile and all), and
+# never less than the floor: a busy machine slows a step a few times, not tenfold.
+SILENCE_FACTOR = 10
+SILENCE_FLOOR_S = 60.0
+STOPPED_S = 10.0  # a process stopped (SIGSTOP, a debugger) this long ends the section
+ENDED_S = 5.0  # after one process's end, how long its peers get to end before it is said
+# A rank whose helper process died (MXNet's ps-lite scheduler or server) ends with this.
+HELPER_DIED = 75
+LOOPBACK = "127.0.0.1"
 # What each task of an srun step runs: ``join`` with the section's script, the function
 # of its processes and the coordinator's address.
 JOIN = "import sys; from d2lperf.groups import join; join(*sys.argv[1:])"
@@ -86,10 +117,32 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def free_port(host: str = LOOPBACK) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def node_address() -> str:
+    """The address this node's name resolves to: on a SLURM job's nodes, the network they
+    share, and the only one a group across nodes listens on."""
+    return socket.gethostbyname(socket.gethostname())
+
+
+def interface_of(address: str) -> str | None:
+    """The network interface that holds IPv4 ``address`` (Linux's SIOCGIFADDR), or None."""
+    import fcntl
+    import struct
+
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                found = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
+            except OSError:  # an interface without an IPv4 address
+                continue
+        if socket.inet_ntoa(found[20:24]) == address:
+            return name
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,6 +155,23 @@ class Member:
     world: int
     local: int
     address: str
+
+
+def binding(me: Member) -> tuple[str, dict[str, str]]:
+    """Where a process of a group listens, and the variables that keep its framework's
+    collectives there: loopback where the group's rendezvous is on loopback (one node:
+    nothing on the network can reach the group), else this node's own address (across a
+    SLURM job's nodes). gloo (PyTorch's CPU collectives) and NCCL read the interface;
+    ps-lite its address and interface. Set before the framework loads."""
+    host = me.address.rsplit(":", 1)[0]
+    loopback = ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    here = LOOPBACK if loopback else node_address()
+    interface = "lo" if loopback else interface_of(here)
+    found = {"DMLC_NODE_HOST": here}
+    if interface:
+        found.update(GLOO_SOCKET_IFNAME=interface, NCCL_SOCKET_IFNAME=interface,
+                     DMLC_INTERFACE=interface)
+    return here, found
 
 
 def gpu_index(me: Member) -> int:
@@ -162,7 +232,7 @@ def spawn(target: Callable[..., None], n: int, job: tuple) -> tuple[list, list, 
     coordinator and the rendezvous on this host. Returns (connections, processes, the
     node of each rank: 0, 1, ... in the order the ranks found them; here all 0)."""
     context = multiprocessing.get_context("spawn")
-    address = f"127.0.0.1:{free_port()}"
+    address = f"{LOOPBACK}:{free_port()}"
     conns, processes = [], []
     for rank in range(n):
         mine, theirs = context.Pipe()
@@ -177,7 +247,9 @@ def spawn(target: Callable[..., None], n: int, job: tuple) -> tuple[list, list, 
 
 class Step:
     """An srun step, seen as each of its tasks' process (a task that fails ends the step:
-    ``--kill-on-bad-exit``)."""
+    ``--kill-on-bad-exit``). Its tasks' own pids are on their nodes: ``pid`` is None."""
+
+    pid = None
 
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
         self.popen = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
@@ -199,6 +271,46 @@ class Step:
         self.popen.terminate()  # srun passes it on to every task and ends the step
         self.join(10)
         self.popen.kill()
+        self.popen.wait()
+
+
+class Coordinator:
+    """Where the tasks of srun steps call in: a TCP listener on this node's address (the
+    network the job's nodes share; never every interface), each caller checked against
+    ``key`` in a thread of its own, so that no caller stops the others (a wrong key,
+    rubbish, or silence): those that prove the key arrive on ``arrived``."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key, self.arrived = key, queue.Queue()
+        here = node_address()
+        self.server = socket.create_server((here, 0))
+        self.address = f"{here}:{self.server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                caller, _ = self.server.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._check, args=(caller,), daemon=True).start()
+
+    def _check(self, caller: socket.socket) -> None:
+        conn = Connection(caller.detach())
+        try:
+            deliver_challenge(conn, self.key)
+            answer_challenge(conn, self.key)
+        except (OSError, EOFError, AuthenticationError, ValueError):
+            conn.close()
+            return
+        self.arrived.put(conn)
+
+    def close(self) -> None:
+        try:
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
+        except OSError:
+            pass
+        self.server.close()
 
 
 def srun(per_node: int) -> Callable[..., tuple[list, list, list]]:
@@ -210,38 +322,28 @@ def srun(per_node: int) -> Callable[..., tuple[list, list, list]]:
 
     def start(target: Callable[..., None], n: int, job: tuple) -> tuple[list, list, list]:
         key = os.urandom(32)
-        listener = Listener(("", 0), authkey=key)
+        coordinator = Coordinator(key)
         script = Path(sys.modules[target.__module__].__file__).resolve()
         nodes = math.ceil(n / per_node)
         command = ["srun", f"--nodes={nodes}", f"--ntasks={n}",
                    f"--ntasks-per-node={math.ceil(n / nodes)}", "--overlap",
                    "--cpu-bind=none", "--kill-on-bad-exit=1", "--label",
                    sys.executable, "-c", JOIN, str(script), target.__name__,
-                   f"{socket.gethostname()}:{listener.address[1]}"]
+                   coordinator.address]
         step = Step(command, {**os.environ, KEY: key.hex()})
-        arrived: queue.Queue = queue.Queue()
-
-        def accept() -> None:  # until every task has called, or the listener is closed
-            try:
-                for _ in range(n):
-                    arrived.put(listener.accept())
-            except OSError:
-                pass
-
-        threading.Thread(target=accept, daemon=True).start()
         hellos = {}
 
         def ended() -> RuntimeError:  # a task is gone before it said who it is
-            step.join(POLL_S)
+            step.join(ENDED_S)
             if step.is_alive():  # the others wait for it in vain
                 step.kill()
-            return RuntimeError(f"the srun step of {n} processes ended (exit code "
-                                f"{step.exitcode}) before all had started; its log is above")
+            return RuntimeError(f"the srun step of {n} processes {ended_how(step)} before "
+                                "all had started; its log is above")
 
         try:
             while len(hellos) < n:
                 try:
-                    conn = arrived.get(timeout=POLL_S)
+                    conn = coordinator.arrived.get(timeout=POLL_S)
                 except queue.Empty:
                     if not step.is_alive():
                         raise ended() from None
@@ -252,7 +354,7 @@ def srun(per_node: int) -> Callable[..., tuple[list, list, list]]:
                     raise ended() from None
                 hellos[rank] = conn, node, offer
         finally:
-            listener.close()
+            coordinator.close()
         address = hellos[0][2]
         for conn, _, _ in hellos.values():
             conn.send((address, job))
@@ -267,14 +369,15 @@ def srun(per_node: int) -> Callable[..., tuple[list, list, list]]:
 def join(script: str, function: str, coordinator: str) -> None:
     """A task srun started: its rank, the group's size and its index on its node from
     SLURM's variables; it tells the coordinator who it is (rank 0 also offers the
-    rendezvous on its node), then runs the section's ``function`` as a spawned process
-    would."""
+    rendezvous on its node's address), then runs the section's ``function`` as a spawned
+    process would."""
     env = os.environ
     rank, world, local = (int(env[k]) for k in ("SLURM_PROCID", "SLURM_NTASKS",
                                                  "SLURM_LOCALID"))
     host, port = coordinator.rsplit(":", 1)
     conn = Client((host, int(port)), authkey=bytes.fromhex(env.pop(KEY)))
-    offer = f"{socket.gethostname()}:{free_port('')}" if rank == 0 else None
+    here = node_address()
+    offer = f"{here}:{free_port(here)}" if rank == 0 else None
     conn.send((rank, env.get("SLURMD_NODENAME", socket.gethostname()), offer))
     address, job = conn.recv()
     path = Path(script)
@@ -282,47 +385,148 @@ def join(script: str, function: str, coordinator: str) -> None:
     target(Member(rank, world, local, address), *job, conn)
 
 
+def ended_how(process: Any) -> str:
+    """How a process (or an srun step) ended, in words: by its signal or its exit code."""
+    code = process.exitcode
+    if code is None:
+        return "is still running"
+    if isinstance(process, Step):
+        killed = f" (a task killed by {signal_name(code - 128)})" if code > 128 else ""
+        return f"ended with exit code {code}{killed}"
+    if code < 0:
+        return f"was killed by {signal_name(-code)}"
+    if code == HELPER_DIED:
+        return (f"ended with exit code {code} (a process it started for the group died; "
+                "its log says which)")
+    return f"ended with exit code {code}"
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def is_stopped(pid: int | None) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP, SIGTSTP, a debugger): Linux's /proc."""
+    if pid is None:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
 class Group:
     """N processes training one model data-parallel, started once (``startup``: seconds
     until the last of them is ready), told to train a number of steps at a time
-    (``run``), stopped at the end. ``target(member, on, model, options, conn)`` is a
-    process's code; ``start`` places the processes (``spawn``: on this machine; ``srun``:
-    on a SLURM job's nodes); ``nodes`` says on which node each rank ran (0, 1, ...)."""
+    (``run``), stopped at the end (``stop``; ``kill`` after a fault).
+    ``target(member, on, model, options, conn)`` is a process's code; ``start`` places
+    the processes (``spawn``: on this machine; ``srun``: on a SLURM job's nodes);
+    ``nodes`` says on which node each rank ran (0, 1, ...)."""
 
     def __init__(self, target: Callable[..., None], n: int, on: str, model: str,
                  options: dict[str, Any], start: Callable[..., tuple] = spawn) -> None:
         self.n, self.losses = n, []
+        self.slowest_step_s = 0.0
+        self.stopped_since: dict[int, float] = {}
         started = time.perf_counter()
         self.conns, self.processes, self.nodes = start(target, n, (on, model, options))
-        self.replies()
+        try:
+            self.replies()
+        except BaseException:
+            self.kill()
+            raise
         self.startup = time.perf_counter() - started
 
-    def died(self, rank: int) -> RuntimeError:
-        process = self.processes[rank]
-        process.join(timeout=POLL_S)
-        return RuntimeError(f"process {rank} of {self.n} died (exit code "
-                            f"{process.exitcode}); its log is above")
+    def who(self, rank: int) -> str:
+        return f"process {rank} of {self.n}"
 
-    def replies(self) -> list:
-        """Every process's reply, or an error naming the process that died."""
-        found = []
-        for rank, (conn, process) in enumerate(zip(self.conns, self.processes)):
-            while not conn.poll(POLL_S):
-                if not process.is_alive():
-                    raise self.died(rank)
-            try:
-                found.append(conn.recv()[1])
-            except EOFError:
-                raise self.died(rank) from None
-        return found
+    def fault(self, first: int) -> RuntimeError:
+        """The error that names what ended the group, ``first`` being the process whose
+        end the coordinator saw first. Its peers get ``ENDED_S`` to end too (a collective
+        that lost a process fails); one killed by a signal is the cause (its peers failed
+        after it), else ``first``; the others that ended are said after it."""
+        deadline = time.monotonic() + ENDED_S
+        for process in dict.fromkeys(self.processes):
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+        if isinstance(self.processes[first], Step):
+            return RuntimeError(f"{self.who(first)} ended first, and its srun step "
+                                f"{ended_how(self.processes[first])}; the step's log (each "
+                                "line after its task's rank) is above")
+        signalled = [r for r, p in enumerate(self.processes) if (p.exitcode or 0) < 0]
+        cause = signalled[0] if signalled else first
+        after = [f"{self.who(r)} {ended_how(p)}" for r, p in enumerate(self.processes)
+                 if r != cause and not p.is_alive()]
+        return RuntimeError(f"{self.who(cause)} {ended_how(self.processes[cause])}"
+                            + (f" (then {'; '.join(after)})" if after else "")
+                            + "; its log is above")
+
+    def bound(self, steps: int) -> tuple[float, str]:
+        """How long the group may be silent while it trains ``steps`` (0: its startup),
+        and why that long."""
+        if not steps or not self.slowest_step_s:
+            return COLLECTIVE_TIMEOUT_S, (f"the {COLLECTIVE_TIMEOUT_S} s a group may take to "
+                                          "start and compile its first step")
+        limit = max(SILENCE_FLOOR_S, SILENCE_FACTOR * self.slowest_step_s * steps)
+        return limit, (f"{SILENCE_FACTOR} × its slowest step, {self.slowest_step_s:.3g} s, "
+                       f"times {steps} steps, at least {SILENCE_FLOOR_S:g} s")
+
+    def watch(self, silent: list[int], waited: float, steps: int) -> None:
+        """A look at the processes that have not replied yet: the first that has ended,
+        been stopped for ``STOPPED_S``, or a silence past ``bound`` ends the group with an
+        error naming them; else the group is alive, and says so to the manager's watch."""
+        for rank in silent:
+            if not self.processes[rank].is_alive():
+                raise self.fault(rank)
+        now = time.monotonic()
+        for rank in silent:
+            pid = self.processes[rank].pid
+            if not is_stopped(pid):
+                self.stopped_since.pop(rank, None)
+                continue
+            since = self.stopped_since.setdefault(rank, now)
+            if now - since >= STOPPED_S:
+                raise RuntimeError(
+                    f"{self.who(rank)} (pid {pid}) is stopped (SIGSTOP, ^Z or a debugger "
+                    f"holds it), for {now - since:.0f} s now: its group cannot go on")
+        limit, why = self.bound(steps)
+        if waited > limit:
+            names = (self.who(silent[0]) if len(silent) == 1 else
+                     f"processes {', '.join(map(str, silent))} of {self.n}")
+            raise RuntimeError(f"{names} made no progress in {waited:.0f} s ({why}); the "
+                               "group is ended")
+        progress.beat()
+
+    def replies(self, steps: int = 0) -> list:
+        """Every process's reply, in rank order, after ``steps`` steps (0: its startup);
+        never a wait without end (``watch``)."""
+        waiting = dict(enumerate(self.conns))
+        found: dict[int, Any] = {}
+        begun = time.perf_counter()
+        while waiting:
+            ready = wait(list(waiting.values()), timeout=POLL_S)
+            for rank in [r for r, conn in waiting.items() if conn in ready]:
+                try:
+                    found[rank] = waiting.pop(rank).recv()[1]
+                except EOFError:  # its end is closed: the process has ended
+                    raise self.fault(rank) from None
+            if waiting and not ready:
+                self.watch(sorted(waiting), time.perf_counter() - begun, steps)
+        if steps:
+            self.slowest_step_s = max(self.slowest_step_s,
+                                      (time.perf_counter() - begun) / steps)
+        return [found[r] for r in range(self.n)]
 
     def run(self, steps: int) -> None:
         for rank, conn in enumerate(self.conns):
             try:
                 conn.send(("run", steps))
             except OSError:  # its end is closed: the process is gone
-                raise self.died(rank) from None
-        self.losses.append(self.replies()[0])
+                raise self.fault(rank) from None
+        self.losses.append(self.replies(steps)[0])
 
     def stop(self) -> None:
         for conn in self.conns:
@@ -334,6 +538,13 @@ class Group:
             process.join(timeout=60)
             if process.is_alive():
                 process.kill()
+
+    def kill(self) -> None:
+        """Every process of the group ended now (after a fault: stopped ones too)."""
+        for process in dict.fromkeys(self.processes):
+            if process.is_alive():
+                process.kill()
+            process.join(timeout=10)
 
 
 def check(args: argparse.Namespace) -> list[int]:
@@ -433,9 +644,12 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
                      for case, g in groups.items()}
             samples = timing.compare(cases, lambda: None, warmup=args.warmup,
                                      rounds=args.repeats, seed=args.seed, process=args.process)
-        finally:
+        except BaseException:  # a fault, or the worker stopped: no group outlives it
             for group in groups.values():
-                group.stop()
+                group.kill()
+            raise
+        for group in groups.values():
+            group.stop()
         for n in fitting:
             case = training.case_name(model, n)
             mine = [s for s in samples if s.case == case]

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
+from d2lperf import progress
+
 Clock = Callable[[], float]
 
 
@@ -127,6 +129,7 @@ def compare(
         for _ in range(warmup):
             result = work()  # noqa: F841  (held until the sync: see measure)
             sync()
+            progress.beat()
     samples = []
     for index, order in enumerate(round_orders(list(cases), rounds, seed, process)):
         for position, name in enumerate(order):
@@ -144,6 +147,7 @@ def compare(
                 stop = clock()
             del result
             samples.append(Sample(name, index, position, stop - start))
+            progress.beat()  # after the clock: the manager's watch sees a live worker
     return samples
 
 
@@ -181,6 +185,7 @@ def measure(
     for _ in range(warmup):
         result = work()  # noqa: F841  (held until the sync)
         sync()
+        progress.beat()
     samples = []
     for _ in range(repeats):
         start = clock()
@@ -193,6 +198,7 @@ def measure(
             stop = clock()
         del result
         samples.append(stop - start)
+        progress.beat()
     return samples
 
 

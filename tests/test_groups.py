@@ -1,0 +1,120 @@
+"""The data-parallel coordinator's own faults, in-process, with groups of processes that
+train nothing (group_stand_in): which process is named when one dies, stops or goes
+silent, how soon, and that nothing is left running; the SLURM coordinator's listener,
+which no bad connection can stop. No framework is loaded."""
+
+import os
+import signal
+import socket
+import threading
+import time
+from multiprocessing.connection import AuthenticationError, Client
+
+import pytest
+from group_stand_in import rank_main
+
+from d2lperf import groups
+
+
+def started(n: int = 2, **options) -> groups.Group:
+    return groups.Group(rank_main, n, "cpu", "lenet", options)
+
+
+def gone(group: groups.Group) -> bool:
+    return not any(p.is_alive() for p in group.processes)
+
+
+def test_a_rank_killed_is_named_with_its_signal_not_the_peer_that_failed_after_it():
+    """Rank 1 killed (as the OOM killer would), then rank 0 fails the way a rank whose
+    collective lost its peer does: the coordinator names rank 1 and its signal."""
+    group = started(fail_at=99)
+    try:
+        os.kill(group.processes[1].pid, signal.SIGKILL)
+        group.processes[1].join(10)
+        with pytest.raises(RuntimeError) as error:
+            group.run(99)
+    finally:
+        group.kill()
+    message = str(error.value)
+    assert message.startswith("process 1 of 2 was killed by SIGKILL"), message
+    assert "process 0 of 2 ended with exit code 1" in message, message
+    assert gone(group)
+
+
+def test_a_rank_that_exits_is_named_with_its_exit_code():
+    group = started(fail_at=99)
+    try:
+        with pytest.raises(RuntimeError, match=r"^process [01] of 2 ended with exit code 1"):
+            group.run(99)
+    finally:
+        group.kill()
+
+
+def test_a_stopped_rank_is_named_within_seconds(monkeypatch):
+    """SIGSTOP to a rank (a debugger, a ^Z): the coordinator names it as stopped, by its
+    pid, long before any limit of the section's, and the group is killed."""
+    monkeypatch.setattr(groups, "STOPPED_S", 2.0)
+    group = started(step_s=0.01)
+    try:
+        group.run(1)
+        os.kill(group.processes[1].pid, signal.SIGSTOP)
+        begun = time.monotonic()
+        with pytest.raises(RuntimeError) as error:
+            group.run(1)
+        waited = time.monotonic() - begun
+    finally:
+        group.kill()
+    pid = group.processes[1].pid
+    assert str(error.value).startswith(f"process 1 of 2 (pid {pid}) is stopped"), error.value
+    assert waited < groups.STOPPED_S + 5 * groups.POLL_S
+    for process in group.processes:
+        process.join(10)
+    assert gone(group)
+
+
+def test_a_group_silent_far_beyond_its_slowest_step_is_named(monkeypatch):
+    """No reply in many times the slowest step seen (times the steps asked): the silent
+    processes are named with the bound they passed, and the group is killed."""
+    monkeypatch.setattr(groups, "SILENCE_FLOOR_S", 1.0)
+    group = started(step_s=0.05)
+    try:
+        group.run(1)
+        os.kill(group.processes[0].pid, signal.SIGSTOP)  # rank 1 waits for nothing
+        monkeypatch.setattr(groups, "STOPPED_S", 1e9)  # the stopped check aside: silence
+        with pytest.raises(RuntimeError) as error:
+            group.run(2)
+    finally:
+        group.kill()
+    message = str(error.value)
+    assert message.startswith("process 0 of 2 made no progress in"), message
+    assert "10 × its slowest step" in message
+
+
+def test_the_slurm_coordinator_listens_on_the_nodes_address_and_survives_bad_callers():
+    """The coordinator of srun steps listens on the address this node's name resolves to
+    (never every interface), and a caller with a wrong key, one that sends rubbish and
+    one that says nothing leave it accepting: the task with the key still joins."""
+    key = os.urandom(32)
+    coordinator = groups.Coordinator(key)
+    try:
+        host, port = coordinator.address.rsplit(":", 1)
+        assert host == groups.node_address() != "0.0.0.0"
+        with pytest.raises(AuthenticationError):
+            Client((host, int(port)), authkey=b"wrong")
+        with socket.create_connection((host, int(port))) as rubbish:
+            rubbish.sendall(b"\x00\xff" * 64)
+        silent = socket.create_connection((host, int(port)))
+        good = threading.Thread(
+            target=lambda: Client((host, int(port)), authkey=key).send("hello"), daemon=True)
+        good.start()
+        conn = coordinator.arrived.get(timeout=30)
+        assert conn.recv() == "hello"
+        silent.close()
+    finally:
+        coordinator.close()
+
+
+def test_a_group_on_one_node_keeps_its_collectives_on_loopback():
+    assert groups.binding(groups.Member(0, 2, 0, "127.0.0.1:1234")) == (
+        "127.0.0.1", {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo",
+                      "DMLC_INTERFACE": "lo", "DMLC_NODE_HOST": "127.0.0.1"})
