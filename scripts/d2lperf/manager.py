@@ -31,6 +31,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,6 +57,12 @@ MANAGER_OPTIONS = ("processes", "budget_seconds", "band")  # added to the worker
 # the budget (the CI preset's 2 s buys processes of 10 s on a busy 2-core machine). Ten
 # minutes past its whole section's budget a process is hung, not slow.
 WORKER_MARGIN_S = 600.0
+# Within that limit, a worker says it is alive (``progress.beat``: every line, sample, and
+# second a group of its waits on live processes); one silent for this many times its
+# longest silence so far, and never less than the floor (twice the minute a worker's
+# longest step goes without a line), is hung and killed.
+SILENCE_FACTOR = 10
+SILENCE_FLOOR_S = 2 * progress.EVERY_S
 TIMED_OUT = 124  # a worker killed at its limit: the exit code `timeout` gives
 OUTPUTS_MISSING = 1  # a worker that ended well without writing what it was asked to
 ORPHANED = 1  # the job ended before the manager could write: nothing written
@@ -186,14 +193,16 @@ class Worker:
         section with its exit code (a usage error stays a usage error); one past its limit,
         or stopped with the manager, is killed with every process it started."""
         csv_path, sidecar = tmp / f"{index}.csv", tmp / f"{index}.json"
+        heartbeat = tmp / f"{index}.alive"
         command = [*self.command, "--process", str(index),
                    "--csv", str(csv_path), "--sidecar", str(sidecar)]
         process = subprocess.Popen(command, preexec_fn=children.die_with_parent,
-                                   env=worker_environment(),
+                                   env={**worker_environment(),
+                                        progress.HEARTBEAT: str(heartbeat)},
                                    start_new_session=True, pass_fds=progress.console_fds())
         name = f"process {index + 1} of {self.processes} (pid {process.pid})"
         try:
-            code = children.wait(process, self.limit)
+            code, silence = watch(process, self.limit, heartbeat)
         except BaseException:  # stopped (SIGTERM, Ctrl-C, its job's end): it goes too
             children.kill_group(process.pid)
             process.wait()
@@ -201,6 +210,12 @@ class Worker:
         if code is None:
             children.kill_group(process.pid)
             process.wait()
+        if silence:
+            raise WorkerFailed(TIMED_OUT, (
+                f"{name} made no progress for {silence} and was killed, with every process "
+                "it started: it hung. Look at the end of this section's log for its last "
+                "lines, then run it again"))
+        if code is None:
             raise WorkerFailed(TIMED_OUT, (
                 f"{name} ran past its limit of {self.limit:g} s ({self.why_limit}) and was "
                 "killed, with every process it started: it hung, or this machine is far "
@@ -211,6 +226,32 @@ class Worker:
             code = code if code > 0 else 128 - code
             raise WorkerFailed(code, f"{name} failed with exit code {code}")
         return _outputs(name, csv_path, sidecar)
+
+
+def watch(process: subprocess.Popen, limit: float, heartbeat: Path) -> tuple[int | None, str]:
+    """Wait for ``process`` to end within ``limit`` seconds, while it beats (``heartbeat``:
+    the file it writes anew, holding its longest silence so far). Returns (its exit code,
+    or None where it was still running; why it was given up, where it fell silent for
+    ``SILENCE_FACTOR`` times its longest silence, at least ``SILENCE_FLOOR_S``). It wakes
+    only when a bound falls due, never beside a timing in between."""
+    started = time.time()
+    while True:
+        try:
+            last, longest = heartbeat.stat().st_mtime, float(heartbeat.read_text() or 0)
+        except (OSError, ValueError):  # no beat yet (or one half written): from its start
+            last, longest = started, 0.0
+        allowed = max(SILENCE_FLOOR_S, SILENCE_FACTOR * longest)
+        now = time.time()
+        if now - last >= allowed:
+            return None, (f"{now - last:.0f} s (its longest silence before was "
+                          f"{longest:.3g} s; allowed: {SILENCE_FACTOR} times that, at least "
+                          f"{SILENCE_FLOOR_S:g} s)")
+        remaining = started + limit - now
+        if remaining <= 0:
+            return None, ""
+        code = children.wait(process, min(remaining, last + allowed - now))
+        if code is not None:
+            return code, ""
 
 
 def _outputs(name: str, csv_path: Path, sidecar: Path) -> tuple[RunRecord, list[SampleRow]]:
