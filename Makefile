@@ -8,6 +8,20 @@ TVENV := .venv-torch
 SNAKEMAKE := $(VENV)/bin/snakemake
 AXE := tests/.axe
 
+# Before anything is built, one line where $(PYTHON) cannot build the environments: a
+# Python other than 3.11, 3.12 or 3.13 (MXNet's numpy is pinned per Python:
+# envs/mxnet.lock.txt), or one without ensurepip (Debian's python3-venv): d2lperf.pythons.
+# Not for the goals that build no environment.
+NO_PYTHON_GOALS := clean data blas slurm
+ifneq ($(filter-out $(NO_PYTHON_GOALS),$(or $(MAKECMDGOALS),report)),)
+PYTHON_PROBLEM := $(shell why=$$(PYTHONPATH=scripts $(PYTHON) -m d2lperf.pythons '$(PYTHON)' \
+	2>/dev/null) || echo "$${why:-PYTHON=$(PYTHON) does not run as Python 3: point PYTHON= at \
+	Python 3.11, 3.12 or 3.13, e.g. make report PYTHON=python3.12}")
+ifneq ($(PYTHON_PROBLEM),)
+$(error $(PYTHON_PROBLEM))
+endif
+endif
+
 .PHONY: report test setup envs data browser blas slurm lint lock bench clean site
 .PHONY: lock-mxnet lock-torch all-envs framework-envs
 
@@ -63,7 +77,12 @@ $(VENV)/.installed: envs/workflow.lock.txt pyproject.toml
 	touch $@
 
 # The MXNet environment: MXNet 1.9.1, which needs numpy < 1.24 (docs/design.md,
-# "One environment per framework").
+# "One environment per framework"). Its lock pins numpy per Python (1.23.5 on 3.11, the
+# reference archives'; 1.26.4 on 3.12; 2.x on 3.13; setuptools from 3.12 for the distutils
+# MXNet imports), installed as pinned (--no-deps: mxnet's own metadata asks numpy < 2) and
+# from wheels only (never a build from source); `mxnet-build install-shim` makes this
+# environment put back the numpy names MXNet still uses before it loads
+# (d2lperf.mxnet_compat).
 # `d2lperf mxnet-build` picks the build and says why in one line: where MXNet has kernels
 # for a GPU here (compute capability 5.0-8.9, read from nvidia-smi), its CUDA 11.7 build
 # with CUDA 11's libraries from PyPI (envs/mxnet-cu117.lock.txt), linked beside
@@ -74,8 +93,10 @@ MXNET_BUILD ?= auto
 $(MXVENV)/.installed: envs/mxnet.lock.txt envs/mxnet-cu117.lock.txt pyproject.toml
 	$(PYTHON) -m venv $(MXVENV)
 	$(D2LPERF_HERE) mxnet-build requirements --build '$(MXNET_BUILD)' --out $(MXVENV)/requirements.txt
-	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check -r $(MXVENV)/requirements.txt
+	$(MXVENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+	  -r $(MXVENV)/requirements.txt
 	$(MXVENV)/$(INSTALL_D2LPERF)
+	$(D2LPERF_HERE) mxnet-build install-shim --venv $(MXVENV)
 	$(D2LPERF_HERE) mxnet-build link-cuda-libs --venv $(MXVENV)
 	@scripts/install_packages.sh "the libgfortran.so.3 inside MXNet's wheels" libquadmath0
 	sed -n 's/^\(mxnet[-a-z0-9]*\)==.*/\1/p' $(MXVENV)/requirements.txt > $@
@@ -141,10 +162,13 @@ lock: all-envs
 	{ sed -n 1,2p envs/workflow.lock.txt; $(VENV)/bin/pip freeze; } > envs/workflow.lock.tmp
 	mv envs/workflow.lock.tmp envs/workflow.lock.txt
 
-# MXNet's: its CUDA build pinned as the plain mxnet, CUDA 11's libraries by hand.
+# MXNet's: its CUDA build pinned as the plain mxnet, CUDA 11's libraries by hand, and so
+# are numpy and setuptools, one pin per Python (the lines with a marker, kept as they are).
 lock-mxnet: all-envs
-	{ sed -n 1,2p envs/mxnet.lock.txt; $(MXVENV)/bin/pip freeze | \
-	  sed -E '/^nvidia-/d; s/^mxnet-cu[0-9]+==/mxnet==/'; } > envs/mxnet.lock.tmp
+	{ sed -n 1,2p envs/mxnet.lock.txt; { $(MXVENV)/bin/pip freeze --exclude-editable | \
+	  sed -E '/^nvidia-/d; /^(numpy|setuptools)==/d; s/^mxnet-cu[0-9]+==/mxnet==/'; \
+	  grep -E '^(numpy|setuptools)==.*;' envs/mxnet.lock.txt; } | LC_ALL=C sort -f; } \
+	  > envs/mxnet.lock.tmp
 	mv envs/mxnet.lock.tmp envs/mxnet.lock.txt
 
 # Every other framework's (JAX's, one added later): its lock from its environment, as the

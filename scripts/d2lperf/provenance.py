@@ -134,14 +134,28 @@ def peak_rss_mb() -> dict[str, float]:
     }
 
 
+def installed_version(distribution: str) -> str | None:
+    """The version of ``distribution`` installed for this interpreter, read from its
+    metadata (nothing is imported: numpy stays unloaded until the threads are pinned);
+    None where it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def run_context(framework: str | None = None) -> dict[str, object]:
-    """Everything about the process and code that a result should carry with it, and
-    what ``framework``'s module records of its own settings (``run_settings``: MXNet's
-    GPU variables)."""
+    """Everything about the process and code that a result should carry with it (the
+    Python and the numpy that ran: MXNet's environment takes numpy 1.23, 1.26 or 2.x by
+    its Python, envs/mxnet.lock.txt), and what ``framework``'s module records of its own
+    settings (``run_settings``: MXNet's GPU variables)."""
     own = getattr(frameworks.module(framework), "run_settings", None) if framework else None
     gpu_settings = own() if own else {}
     return {
         "python": platform.python_version(),
+        "numpy": installed_version("numpy"),
         "executable": sys.executable,
         "hostname": platform.node(),
         "pid": os.getpid(),

@@ -4,8 +4,8 @@ Reads each machine's summary.csv and verdicts.csv (this machine's and those impo
 under results/), writes comparison.csv (one row per case and machine: median, 95%
 interval, speed-up against the baseline with its interval), verdicts_by_machine.csv,
 machines_compared.csv (what tells the machines apart where a verdict differs: the CPU, its
-cores and vector unit, the kernel its MXNet's OpenBLAS runs, the GPUs) and a plot of the
-speed-ups.
+cores and vector unit, the kernel its MXNet's OpenBLAS runs, the GPUs, the Python and
+numpy) and a plot of the speed-ups.
 """
 
 from __future__ import annotations
@@ -148,6 +148,14 @@ def verdicts_by_machine(paths: list[Path]) -> pd.DataFrame:
     return table.reindex(columns=[*key, "claim", *dict.fromkeys(p.parent.name for p in paths)])
 
 
+def software_traits(record: dict) -> dict[str, str]:
+    """The Python and numpy machine_info ran with (the first framework's environment:
+    MXNet's numpy follows its Python, envs/mxnet.lock.txt); "" where the record does not
+    say."""
+    software = record.get("software") or {}
+    return {"python": software.get("python") or "", "numpy": software.get("numpy") or ""}
+
+
 def machine_facts(paths: list[Path]) -> pd.DataFrame:
     """A row per machine (its folder's name): what can make a verdict differ between
     machines. A machine.json that cannot be read leaves its facts empty."""
@@ -157,9 +165,10 @@ def machine_facts(paths: list[Path]) -> pd.DataFrame:
             record = read_machine(path)
         except (OSError, RecordError):
             record = {}
-        rows.append({"machine": path.parent.name, **machine_traits(record)})
+        rows.append({"machine": path.parent.name, **machine_traits(record),
+                     **software_traits(record)})
     # the traits' names from machine_traits itself, so the table keeps a trait added there
-    return pd.DataFrame(rows, columns=["machine", *machine_traits({})])
+    return pd.DataFrame(rows, columns=["machine", *machine_traits({}), *software_traits({})])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """Across machines (only where other machines' results are present): a column per
 machine, the baseline's first, and each claim's verdicts per framework on each; where a
 framework's verdict differs between machines, what tells those machines apart (the CPU,
-its cores and vector unit, the BLAS kernel, the GPUs)."""
+its cores and vector unit, the BLAS kernel, the GPUs, the Python and numpy)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def comparison(args: argparse.Namespace, claims_table: dict[str, Claim],
 
 # What can make a verdict differ between machines, as machines_compared.csv names it.
 FACTS = {"cpu": "CPU", "cores": "cores", "vector": "vector unit", "kernel": "MXNet's BLAS kernel",
-         "gpus": "GPUs"}
+         "gpus": "GPUs", "python": "Python", "numpy": "numpy"}
 SETTLED = ("holds", "does not hold", "inconclusive")  # the verdicts a comparison weighs
 
 
@@ -92,9 +92,9 @@ def differences(cells: list[list[Row]], machines: list[str],
         known = [m for m in judged if m in facts]
         if not known:
             continue
-        apart = [f"{label} {' / '.join(dict.fromkeys(facts[m][key] or '?' for m in known))}"
+        apart = [f"{label} {' / '.join(dict.fromkeys(facts[m].get(key) or '?' for m in known))}"
                  for key, label in FACTS.items()
-                 if len({facts[m][key] for m in known}) > 1]
+                 if len({facts[m].get(key) or "" for m in known}) > 1]
         found.append(f"{framework}: the machines differ in " + "; ".join(apart) if apart else
                      f"{framework}: the machines' recorded hardware is the same: the "
                      "difference is the measurement's, run to run")
