@@ -45,13 +45,20 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
-import jsonschema
 import yaml
 
 from d2lperf import children, logcap
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.machine import RESERVED_RESULT_NAMES, MachineIdError, check_machine_id
-from d2lperf.results import RecordError, current_rows, current_run, newer_format, section_folder
+from d2lperf.results import (
+    RecordError,
+    current_rows,
+    current_run,
+    finite_validator,
+    newer_format,
+    schema_message,
+    section_folder,
+)
 from d2lperf.tables import (
     TableError,
     case_plan,
@@ -461,11 +468,12 @@ def _check_summary(members: dict[str, bytes], machine: str, schema: Path) -> Non
 
 
 def _check_schema(value: Any, name: str, schema: Path) -> None:
-    validator = jsonschema.Draft202012Validator(yaml.safe_load(schema.read_text("utf-8")))
+    """``value`` against ``schema``, its numbers finite (results.finite_validator)."""
+    validator = finite_validator()(yaml.safe_load(schema.read_text("utf-8")))
     error = next(iter(validator.iter_errors(value)), None)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "the file"
-        raise ArchiveError(f"{name}: {where}: {error.message}")
+        raise ArchiveError(f"{name}: {where}: {schema_message(error)}")
 
 
 def _check_verdicts(members: dict[str, bytes], machine: str) -> None:

@@ -14,6 +14,7 @@ import yaml
 from d2lperf import data, frameworks, sections
 from d2lperf.machine import MachineIdError, check_machine_id
 from d2lperf.presets import per_framework_value
+from d2lperf.results import is_finite_number
 
 # One training run per entry: devices[i] devices, batch_sizes[i], learning_rates[i].
 # Lists of a section's options that pair up entry by entry, named by what one entry is
@@ -35,20 +36,13 @@ def _is_integer(checker, instance) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-def _is_number(checker, instance) -> bool:
-    """A finite int or float: NaN passes every bound (each comparison with it is false),
-    and infinity every lower one."""
-    if isinstance(instance, bool):
-        return False
-    return isinstance(instance, int) or (isinstance(instance, float) and math.isfinite(instance))
-
-
-# Draft 2020-12 with the two types above: every "integer" and "number" of the schema, the
-# table of sections' options included, is checked so.
+# Draft 2020-12 with the integers above and finite numbers (results.is_finite_number, the
+# records' rule): every "integer" and "number" of the schema, the table of sections'
+# options included, is checked so.
 Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"integer": _is_integer, "number": _is_number}))
+        {"integer": _is_integer, "number": is_finite_number}))
 
 
 def _where(path) -> str:
@@ -243,6 +237,8 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
                     f"the largest of device_counts ({max(options['device_counts'])}), a "
                     "process a node at least"
                 )
+            if sections.SECTIONS[section].process_per_device:
+                _check_process_per_device(f"presets.{name}.{section}", options, schema)
     running = config.get("frameworks") or frameworks.names()
     for name, preset in config["presets"].items():
         for section, options in preset.items():
@@ -270,6 +266,46 @@ def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
             f"unknown preset {config['preset']!r} (config key 'preset'); "
             f"allowed: {', '.join(presets)}"
         )
+
+
+def _words(counts: list[int]) -> str:
+    """1, 2 and 4."""
+    if len(counts) == 1:
+        return str(counts[0])
+    return f"{', '.join(map(str, counts[:-1]))} and {counts[-1]}"
+
+
+def _check_process_per_device(where: str, options: Mapping[str, Any],
+                              schema: Mapping[str, Any]) -> None:
+    """What the data-parallel worker refuses (d2lperf.groups.check, and its share of the
+    data), refused here naming the config key: images that do not split into whole steps
+    of batch_size on every device count (every count alike, so that machines compare), a
+    training set (train_limit, else all of Fashion-MNIST's) that leaves a device of the
+    largest count less than one batch. The preset has passed the schema, its lists paired."""
+    counts = sorted(set(options["device_counts"]))
+    batch = options["batch_size"]
+    step = batch * math.lcm(*counts)
+    for model, images in zip(options["models"], options["images"]):
+        if any(images % (batch * n) for n in counts):
+            raise ConfigError(
+                f"config key {where}.images = {options['images']!r}: {images} images of "
+                f"{model} do not split into whole steps of {batch} images (batch_size) on "
+                f"each of {_words(counts)} devices (device_counts); allowed: a multiple of "
+                f"{step}")
+    largest = counts[-1]
+    limit = options.get("train_limit")
+    if limit is not None and limit // largest < batch:
+        raise ConfigError(
+            f"config key {where}.train_limit = {limit}: leaves each of {largest} devices "
+            f"(device_counts) {limit // largest} images, less than one batch of {batch} "
+            f"(batch_size); allowed: at least {batch * largest}")
+    everything = schema["$defs"]["train_limit"]["maximum"]
+    if limit is None and everything // largest < batch:
+        raise ConfigError(
+            f"config key {where}.device_counts = {options['device_counts']!r}: "
+            f"Fashion-MNIST's {everything} training images (train_limit not set) leave each "
+            f"of {largest} devices {everything // largest} images, less than one batch of "
+            f"{batch} (batch_size); allowed: at most {everything // batch} devices")
 
 
 def _short(value: Any) -> str:

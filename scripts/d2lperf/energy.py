@@ -6,7 +6,9 @@ the SM and memory clocks and the throttle reasons (NVML's clocks event reasons),
 GPU's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``, mJ, Volta and later);
 where the counter is not supported, a small thread samples the power draw
 (``nvmlDeviceGetPowerUsage``) through the region and the energy is the area under those
-samples. ``reading()`` gives it all as a run record keeps it (``notes.gpu_energy``).
+samples. ``reading()`` gives it all as a run record keeps it (``notes.gpu_energy``). A
+power or an energy no GPU gives (negative, not a finite number, more than MAX_WATTS:
+``implausible``) is no reading, with the reason, never a figure.
 
 It is the GPU's own power as NVML reports it (the board's sensor), not the wall's: no
 CPU, host memory, fans or power supply losses. Without NVML (no nvidia-ml-py, no driver,
@@ -19,6 +21,7 @@ never loads it.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import threading
@@ -45,6 +48,13 @@ NVML_CLOCK_SM = 1  # nvmlClockType_t, as pynvml names them (NVML_CLOCK_SM, NVML_
 NVML_CLOCK_MEM = 2
 POWER_EVERY_S = 0.02  # the power thread's period, where the energy counter is missing
 WHAT = "the GPU's own power as NVML reports it (board sensor), not the wall's"
+# The most one GPU draws: today's largest boards are rated about 1 kW (H100 SXM 700 W,
+# B200 1000 W), so 5 kW is a broken sensor or counter, never a GPU at work.
+MAX_WATTS = 5000.0
+# A region shorter than this is held to this long: NVML's counter and power reading move
+# in steps (the power is averaged over up to a second on some boards), so a short region
+# may see a step of energy more than its seconds could draw.
+SHORTEST_S = 1.0
 _DEVICE = re.compile(r"^(?:cuda|gpu)(?::|\()(\d+)\)?$")
 
 
@@ -114,6 +124,27 @@ def _call(function: Any, *args: Any) -> tuple[Any, str | None]:
         return None, _words(error)
 
 
+def implausible(value: float, unit: str, seconds: float | None = None) -> str | None:
+    """Why ``value`` is no GPU's, in words, or None where it may be one: a power (``unit``
+    "W", over ``seconds`` where it is a mean) or an energy ("J", through ``seconds``) that
+    is not a finite number, is negative, or is more than MAX_WATTS draws (a region shorter
+    than SHORTEST_S held to that long). What a reading here keeps and what a run record
+    read elsewhere may hold alike."""
+    if not math.isfinite(value):
+        return f"{value:g} {unit} is not a finite number"
+    if value < 0:
+        return f"{value:g} {unit} is negative"
+    held = max(seconds or 0.0, SHORTEST_S)
+    if unit == "J":
+        most, what = MAX_WATTS * held, f"{value:g} J in {seconds or 0.0:.3g} s"
+    else:
+        most, what = MAX_WATTS * (held / seconds if seconds else 1.0), f"{value:g} W"
+    if value > most:
+        return (f"{what} is more than a GPU draws (at most {MAX_WATTS:g} W, a region "
+                f"shorter than {SHORTEST_S:g} s held to that long)")
+    return None
+
+
 def throttle_names(mask: int) -> list[str]:
     """The reason bits of a clocks event mask by name ([] for none; an unknown bit by its
     value)."""
@@ -139,7 +170,8 @@ def _clocks(nvml: Any, handle: Any) -> dict[str, Any]:
 
 class _PowerSampler(threading.Thread):
     """Samples the power draw of the GPUs without an energy counter every POWER_EVERY_S
-    and integrates it (trapezoids, watts x seconds)."""
+    and integrates it (trapezoids, watts x seconds). A GPU that gives one power no GPU
+    draws (``implausible``) has no energy: why is in ``broken``."""
 
     def __init__(self, nvml: Any, handles: Mapping[int, Any]) -> None:
         super().__init__(name="d2lperf-gpu-power", daemon=True)
@@ -148,6 +180,7 @@ class _PowerSampler(threading.Thread):
         self.joules = {i: 0.0 for i in self.handles}
         self.samples = {i: 0 for i in self.handles}
         self.errors: dict[int, str] = {}
+        self.broken: dict[int, str] = {}
         self.last: dict[int, tuple[float, float]] = {}
         self.sample()
 
@@ -159,6 +192,10 @@ class _PowerSampler(threading.Thread):
                 self.errors.setdefault(i, why or "no power reading")
                 continue
             watts = float(milliwatts) / 1000
+            problem = implausible(watts, "W")
+            if problem:
+                self.broken.setdefault(i, f"NVML's power reading: {problem}")
+                continue
             if i in self.last:
                 then, before = self.last[i]
                 self.joules[i] += (now - then) * (watts + before) / 2
@@ -248,14 +285,21 @@ class Meter:
                 used = None if end is None else (float(end) - self.counters[ordinal]) / 1000
                 if used is not None and used < 0:
                     used, why = None, "the energy counter went back (driver reloaded?)"
-                gpu.update(energy_j=used, energy_source="total_energy_counter")
+                source = "NVML's total-energy counter"
+                gpu.update(energy_source="total_energy_counter")
             else:
                 assert self.sampler is not None
                 samples = self.sampler.samples[ordinal]
                 used = self.sampler.joules[ordinal] if samples >= 2 else None
                 why = self.sampler.errors.get(ordinal) or "fewer than two power samples"
-                gpu.update(energy_j=used, energy_source="power_samples",
-                           power_samples=samples)
+                if ordinal in self.sampler.broken:
+                    used, why = None, self.sampler.broken[ordinal]
+                source = "NVML's power samples"
+                gpu.update(energy_source="power_samples", power_samples=samples)
+            problem = None if used is None else implausible(used, "J", self.seconds)
+            if problem:  # no reading, rather than one no GPU gives
+                used, why = None, f"{source}: {problem}"
+            gpu["energy_j"] = used
             if used is None:
                 gpu["energy_reason"] = why
             gpu["end"] = _clocks(self.nvml, handle)

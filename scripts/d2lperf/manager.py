@@ -136,6 +136,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.section}: the job that started this section (pid {job}) has ended; "
               f"nothing written to {args.csv} or {args.sidecar}", file=sys.stderr, flush=True)
         return ORPHANED
+    from d2lperf.results import RecordError, check_run, section_folder
+
+    try:  # a record no later step can read never replaces the last good one
+        check_run(record, "the run record of this section's workers",
+                  section_folder(args.section, args.framework))
+    except RecordError as error:
+        progress.say(f"{args.section}: {error}; nothing written: {args.csv} and "
+                     f"{args.sidecar} keep the last good run", out=sys.stderr)
+        return 1
     write_run(args.csv, args.sidecar, rows, record)  # the workers' rows, in the same columns
     return 0
 

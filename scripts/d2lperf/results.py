@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from d2lperf import energy
 from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS, rule_name
 from d2lperf.records import Output, RunRecord, SampleRow
@@ -267,16 +269,36 @@ class RecordError(ValueError):
     wrong with it."""
 
 
+def is_finite_number(checker, instance) -> bool:
+    """JSON Schema's "number", finite: NaN passes every bound (each comparison with it is
+    false) and infinity every lower one, and neither is a figure a page can show; a bool
+    is none (Python counts it an int). The rule of a sample, a run record, a machine record
+    and the config alike."""
+    if isinstance(instance, bool):
+        return False
+    return isinstance(instance, int) or (isinstance(instance, float) and math.isfinite(instance))
+
+
+@functools.cache
+def finite_validator():
+    """Draft 2020-12's validator class with finite numbers only (``is_finite_number``):
+    every schema of workflow/schemas/ is checked with it. Workflow environment only."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(
+        base, type_checker=base.TYPE_CHECKER.redefine("number", is_finite_number))
+
+
 @functools.cache
 def _run_validator(schema_folder: str):
     """The run record schema's validator, read once per folder (a summary or an archive
     checks every section's record against it), its framework names the registry's."""
-    import jsonschema
     import yaml
 
     schema = yaml.safe_load((Path(schema_folder) / "run.schema.yaml").read_text("utf-8"))
     schema["properties"]["framework"]["enum"] = list(FRAMEWORKS)
-    return jsonschema.Draft202012Validator(schema)
+    return finite_validator()(schema)
 
 
 # The folder a failed run's record keeps its section's last good run in (run.json and
@@ -284,21 +306,62 @@ def _run_validator(schema_folder: str):
 KEPT_FOLDER = "previous"
 
 
+def schema_message(error) -> str:
+    """jsonschema's message of ``error``, of a length a reader reads: a text over its
+    ``maxLength`` by its start and its length (jsonschema's own repeats it whole, all
+    200,000 characters of a planted name), any other message cut in the middle."""
+    if error.validator == "maxLength" and isinstance(error.instance, str):
+        return (f"{error.instance[:40]!r}... is longer than {error.validator_value} characters "
+                f"({len(error.instance)} here)")
+    message = error.message
+    return message if len(message) <= 400 else f"{message[:200]} ... {message[-150:]}"
+
+
 def schema_error_words(error) -> str:
     """Where in a record a schema error is, in words: ``field 'a.b'``, or ``the record``
-    for the record as a whole, then jsonschema's message."""
+    for the record as a whole, then jsonschema's message (``schema_message``)."""
     where = ".".join(str(p) for p in error.absolute_path)
-    return f"{f'field {where!r}' if where else 'the record'}: {error.message}"
+    return f"{f'field {where!r}' if where else 'the record'}: {schema_message(error)}"
+
+
+def _readings(record: Mapping[str, Any]):
+    """Every NVML reading a run record holds, with where it is: the section's body's
+    (``notes.gpu_energy``) and each training epoch's (``notes.gpu_energy_epochs``)."""
+    notes = record.get("notes") or {}
+    if isinstance(notes.get("gpu_energy"), dict):
+        yield "notes.gpu_energy", notes["gpu_energy"]
+    for case, epochs in (notes.get("gpu_energy_epochs") or {}).items():
+        for epoch, reading in (epochs or {}).items():
+            yield f"notes.gpu_energy_epochs.{case}.{epoch}", reading
+
+
+def energy_problem(record: Mapping[str, Any]) -> str | None:
+    """Where a run record's readings hold an energy or a power no GPU draws
+    (``energy.implausible``: JSON Schema cannot compare a field with another), in words;
+    None where none does. The record has passed the schema."""
+    for where, reading in _readings(record):
+        seconds = reading.get("seconds")
+        for index, gpu in enumerate(reading.get("gpus") or []):
+            for key, unit in (("energy_j", "J"), ("mean_w", "W")):
+                value = gpu.get(key)
+                problem = None if value is None else energy.implausible(value, unit, seconds)
+                if problem:
+                    return f"field '{where}.gpus.{index}.{key}': {problem}"
+    return None
 
 
 def check_run(record: Any, name: str, folder: str, schema_folder: str | Path = SCHEMAS) -> None:
-    """Refuse a run record that fails workflow/schemas/run.schema.yaml, or that belongs in
+    """Refuse a run record that fails workflow/schemas/run.schema.yaml (every number in it
+    finite), holds an energy or a power no GPU draws (``energy_problem``), or that belongs in
     another section's folder (one copied from elsewhere would show its figures as missing
     beside its own). A record kept in a section's KEPT_FOLDER (``name`` its path) belongs
     to the section folder above it. Workflow environment only: it needs jsonschema."""
     error = next(iter(_run_validator(str(schema_folder)).iter_errors(record)), None)
     if error is not None:
         raise RecordError(f"{name}: not a run record: {schema_error_words(error)}")
+    problem = energy_problem(record)
+    if problem:
+        raise RecordError(f"{name}: not a run record: {problem}")
     if folder == KEPT_FOLDER:  # a last good run kept beside a failed one: the folder above
         folder = PurePosixPath(Path(name).as_posix()).parent.parent.name
     own = section_folder(record["section"], record.get("framework") or DOCUMENTS)
@@ -330,11 +393,10 @@ def read_run(path: str | Path, schema_folder: str | Path = SCHEMAS) -> RunRecord
 
 @functools.cache
 def _machine_validator(schema_folder: str):
-    import jsonschema
     import yaml
 
     schema = yaml.safe_load((Path(schema_folder) / "machine.schema.yaml").read_text("utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return finite_validator()(schema)
 
 
 def read_machine(path: str | Path, schema_folder: str | Path = SCHEMAS) -> dict[str, Any]:

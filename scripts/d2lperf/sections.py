@@ -29,6 +29,15 @@ REPEATS = {"$ref": "#/$defs/repeats"}
 PROCESSES = {"$ref": "#/$defs/processes"}
 SIZE = {"$ref": "#/$defs/size"}
 SEED = {"type": "integer", "minimum": 0}
+# A training seed and training-image limit, as the training sections bound them (the seed
+# reaches numpy's and the frameworks' generators, which take 32 bits).
+TRAINING_SEED = {"$ref": "#/$defs/training_seed"}
+TRAIN_LIMIT = {"$ref": "#/$defs/train_limit"}
+# A data-parallel device count: a process per device, on a CPU a core each (the config's
+# threads are at most 1024 too), on GPUs 128 nodes of 8.
+DEVICE_COUNT = {"type": "integer", "minimum": 1, "maximum": 1024,
+                "description": "processes, one per device: a core each on a CPU (threads are "
+                               "at most 1024 too), a GPU each on GPUs (128 nodes of 8)"}
 TRAINING = {"$ref": "#/$defs/training"}
 BUDGET = {"$ref": "#/$defs/budget_seconds"}
 
@@ -263,10 +272,11 @@ SECTIONS: dict[str, Section] = {s.name: s for s in [
                             "description": "images per timed sample, per model"},
                  "learning_rates": {"type": "array", "minItems": 1,
                                     "items": {"type": "number", "exclusiveMinimum": 0}},
-                 "device_counts": {"type": "array", "minItems": 1, "items": COUNT},
+                 "device_counts": {"type": "array", "minItems": 1, "items": DEVICE_COUNT},
                  "nodes": {**COUNT, "description": "nodes of a SLURM job the largest count "
                            "spans, a process per device (default 1)"},
-                 "batch_size": COUNT, "train_limit": COUNT, **REPEATED},
+                 "batch_size": COUNT, "train_limit": TRAIN_LIMIT, **REPEATED,
+                 "seed": TRAINING_SEED},
         required=("models", "images", "learning_rates", "device_counts", "batch_size",
                   *REPEATED_REQUIRED),
         plot="scaling",

@@ -20,7 +20,10 @@ lacks an input is listed without one, the reason on stderr.
 
 Nothing is read through a symbolic link below ``--results``, nor written through one below
 ``--out`` (the two folders themselves are taken as named): a link is refused, naming it and
-what to do, the other machines are still written, and the site ends 1. Self-contained:
+what to do, the other machines are still written, and the site ends 1. An ``--out`` that
+is, or lies inside, ``--results`` or a machine's folder there (one a link leads to
+included) is refused before anything is written, exit 2: a page written there would
+replace an imported archive's checked files. Self-contained:
 inline styles and script, no network; a machine whose folder cannot be read is left out
 and named on stderr, the others are written. Nothing else under ``<out>`` is touched.
 """
@@ -78,6 +81,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("site"),
                    help="the folder to write (default: site)")
     return p
+
+
+def out_inside_results(out: Path, results: Path) -> str | None:
+    """Why the site may not write to ``out``: it is, or lies inside, ``results`` or a
+    machine's folder there (where a link there leads), each as it resolves; None where
+    it may."""
+    target = out.resolve()
+    folders = [results] + (sorted(results.iterdir()) if results.is_dir() else [])
+    for folder in folders:
+        if target.is_relative_to(folder.resolve()):
+            what = "--results" if folder == results else f"the machine folder {folder}"
+            return (f"--out {out} lies inside {what}: the site would write over the results "
+                    "it reads (an imported archive's files); give it a folder of its own")
+    return None
 
 
 def refuse_link(path: Path, what_to_do: str) -> None:
@@ -327,7 +344,11 @@ def write_pages(out: Path, machines: list, work: Path, results: Path) -> list[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    inside = out_inside_results(args.out, args.results)
+    if inside:
+        p.error(inside)
     hostlock.share("the site")  # never beside a timing's lock being taken by force
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="d2lperf-site-") as tmp:
