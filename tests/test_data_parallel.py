@@ -3,17 +3,27 @@ one thread on the CPU, gloo between them, Fashion-MNIST shards) and MXNet's dist
 kvstore, at the CI preset (the CI run's results) and by hand where a test needs other
 options; over several nodes with a stand-in for srun."""
 
+import ipaddress
 import math
 import os
 import re
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import REPO, ci_preset, from_the_ci_run, read_rows, read_run, run_section
+from conftest import (
+    REPO,
+    ci_preset,
+    from_the_ci_run,
+    read_rows,
+    read_run,
+    run_section,
+    wait_for,
+)
 
 SCRIPT = "sections/pytorch/data_parallel.py"
 PRESET = ci_preset("data_parallel")
@@ -139,27 +149,82 @@ def children(pid: int) -> list[int]:
     return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def killed_mid_training(tmp_path: Path, torch_python: Path, which, *extra: str,
-                        env: dict[str, str] | None = None) -> str:
-    """The section trains long samples; once its two-device group has started, the
-    process ``which(section's pid)`` names is killed (as the kernel's OOM killer would).
-    Returns what the section printed on stderr; it must have failed, with no results."""
+def descendants(pid: int) -> list[int]:
+    found = children(pid)
+    for child in list(found):
+        found += descendants(child)
+    return found
+
+
+def listening(pids: list[int]) -> list[str]:
+    """The addresses (``host:port``) that processes ``pids`` listen on over TCP: their
+    sockets (/proc/PID/fd) matched against the kernel's tables (/proc/net/tcp, tcp6)."""
+    inodes = set()
+    for pid in pids:
+        fds = Path(f"/proc/{pid}/fd")
+        for fd in fds.iterdir() if fds.exists() else ():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = []
+    for table, size in (("tcp", 4), ("tcp6", 16)):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            raw, port = fields[1].split(":")
+            packed = b"".join(bytes.fromhex(raw[i:i + 8])[::-1] for i in range(0, len(raw), 8))
+            family = socket.AF_INET if size == 4 else socket.AF_INET6
+            found.append(f"{socket.inet_ntop(family, packed)}:{int(port, 16)}")
+    return found
+
+
+def on_loopback(address: str) -> bool:
+    host = address.rsplit(":", 1)[0]
+    return ipaddress.ip_address(host).is_loopback or host == "::ffff:127.0.0.1"
+
+
+def killed_mid_training(tmp_path: Path, python: Path, which, *extra: str, script=SCRIPT,
+                        env: dict[str, str] | None = None) -> tuple[str, list[str]]:
+    """The section trains long samples; once its two-device group has taken its first
+    step, the process ``which(section's pid)`` names is killed (as the kernel's OOM killer
+    would). Returns what the section printed on stderr, and the addresses its processes
+    listened on just before the kill; it must have failed, with no results, and left
+    nothing running."""
     args = [a if a != "512" else "51200" for a in TINY]  # 200 steps a sample: seconds
     worker = subprocess.Popen(
-        [str(torch_python), str(REPO / "scripts" / SCRIPT), *args, "--repeats", "50", *extra,
+        [str(python), str(REPO / "scripts" / script), *args, "--repeats", "50", *extra,
          "--csv", str(tmp_path / "samples.csv"), "--sidecar", str(tmp_path / "run.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         for line in worker.stdout:
             if line.startswith("lenet_2_devices: started"):
                 break
+        everyone = descendants(worker.pid)
+        addresses = listening([worker.pid, *everyone])
         os.kill(which(worker.pid), signal.SIGKILL)
         _, stderr = worker.communicate(timeout=120)
     finally:
         worker.kill()
     assert worker.returncode != 0
     assert not (tmp_path / "run.json").exists()
-    return stderr
+    assert wait_for(lambda: not running(everyone), 30), f"left running: {running(everyone)}"
+    return stderr, addresses
+
+
+def running(pids: list[int]) -> list[str]:
+    """Those of ``pids`` still running (a zombie is not), each with its command line."""
+    found = []
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(f"{pid} {Path(f'/proc/{pid}/cmdline').read_bytes()[:200]!r}")
+        except OSError:
+            pass
+    return found
 
 
 def test_over_two_nodes_each_count_is_one_srun_step_a_rank_on_each_node(tmp_path, torch_python):
@@ -191,12 +256,12 @@ def test_a_task_of_an_srun_step_that_dies_ends_the_section(tmp_path, torch_pytho
         step = children(section)[-1]
         return children(step)[-1]
 
-    stderr = killed_mid_training(tmp_path, torch_python, a_task, "--nodes", "2",
-                                 env=in_a_slurm_job(tmp_path))
+    stderr, _ = killed_mid_training(tmp_path, torch_python, a_task, "--nodes", "2",
+                                    env=in_a_slurm_job(tmp_path))
     # the step's status: the first of its tasks to fail (the killed one, or its peer
-    # whose collective lost it)
-    assert re.search(r"RuntimeError: process \d of 2 died \(exit code \d+\)", stderr), \
-        stderr[-3000:]
+    # whose collective lost it), once the step has ended
+    assert re.search(r"RuntimeError: process \d of 2 ended first, and its srun step ended "
+                     r"with exit code \d+", stderr), stderr[-3000:]
 
 
 def test_images_that_do_not_split_into_whole_steps_are_refused(tmp_path, torch_python):
@@ -212,12 +277,49 @@ def test_a_model_without_its_images_is_refused(tmp_path, torch_python):
     assert "--models, --images and --learning-rates need one value per model" in done.stderr
 
 
-def test_a_process_that_dies_ends_the_section_naming_it(tmp_path, torch_python):
-    """The coordinator waits on each process's pipe and looks whether the process is still
-    alive: a rank killed in the middle of training ends the section with an error naming
-    the process, instead of a wait forever."""
-    stderr = killed_mid_training(tmp_path, torch_python, lambda section: children(section)[-1])
-    assert re.search(r"RuntimeError: process \d of \d died", stderr), stderr[-3000:]
+SCRIPTS = {"pytorch": ("torch_python", SCRIPT),
+           "jax": ("jax_python", "sections/jax/data_parallel.py"),
+           "mxnet": ("experiment_python", "sections/mxnet/data_parallel.py")}
+
+
+def role(pid: int) -> str | None:
+    """The ps-lite role (DMLC_ROLE) process ``pid`` was started with, if any."""
+    for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+        if entry.startswith(b"DMLC_ROLE="):
+            return entry.split(b"=", 1)[1].decode()
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["pytorch", "jax"])
+def test_a_group_listens_on_loopback_alone_and_a_rank_killed_is_named(
+        framework, request, tmp_path):
+    """While a group trains on one node, no process of the section listens on any address
+    but loopback (the rendezvous, the coordinator, gloo); then its last rank is killed:
+    the section ends at once naming that rank and its signal, not the peer that failed
+    after it."""
+    fixture, script = SCRIPTS[framework]
+    stderr, addresses = killed_mid_training(
+        tmp_path, request.getfixturevalue(fixture), lambda section: children(section)[-1],
+        script=script)
+    assert addresses and all(on_loopback(a) for a in addresses), addresses
+    assert "RuntimeError: process 1 of 2 was killed by SIGKILL" in stderr, stderr[-3000:]
+
+
+def test_mxnet_listens_on_loopback_alone_and_a_dead_parameter_server_is_named(
+        tmp_path, experiment_python):
+    """MXNet's group: workers, scheduler and server all on loopback; the ps-lite server
+    killed mid-training ends the section at once (not at the worker's limit), saying so."""
+    def the_server(section: int) -> int:
+        return next(p for p in descendants(section) if role(p) == "server")
+
+    stderr, addresses = killed_mid_training(tmp_path, experiment_python, the_server,
+                                            script=SCRIPTS["mxnet"][1])
+    assert addresses and all(on_loopback(a) for a in addresses), addresses
+    assert re.search(r"the group's ps-lite server \(pid \d+\) was killed by SIGKILL", stderr), \
+        stderr[-3000:]
+    assert re.search(r"RuntimeError: process 0 of [12] ended with exit code 75 \(a process it "
+                     r"started for the group died", stderr), stderr[-3000:]
 
 
 def test_on_gpus_a_machine_without_one_skips_saying_what_it_needs(tmp_path, torch_python):

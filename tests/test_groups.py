@@ -118,3 +118,19 @@ def test_a_group_on_one_node_keeps_its_collectives_on_loopback():
     assert groups.binding(groups.Member(0, 2, 0, "127.0.0.1:1234")) == (
         "127.0.0.1", {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo",
                       "DMLC_INTERFACE": "lo", "DMLC_NODE_HOST": "127.0.0.1"})
+
+
+def test_a_rank_of_an_idle_group_that_dies_is_named_while_another_group_trains():
+    """Groups are timed in turns: one killed while another trains is named at once, not
+    when its own turn comes."""
+    busy, idle = started(1, step_s=0.2), started(2)
+    busy.peers = [idle]
+    try:
+        os.kill(idle.processes[1].pid, signal.SIGKILL)
+        begun = time.monotonic()
+        with pytest.raises(RuntimeError, match="^process 1 of 2 was killed by SIGKILL"):
+            busy.run(1000)  # 200 s of steps
+        assert time.monotonic() - begun < 60
+    finally:
+        busy.kill()
+        idle.kill()

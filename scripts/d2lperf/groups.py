@@ -430,6 +430,7 @@ class Group:
     def __init__(self, target: Callable[..., None], n: int, on: str, model: str,
                  options: dict[str, Any], start: Callable[..., tuple] = spawn) -> None:
         self.n, self.losses = n, []
+        self.peers: list[Group] = []  # the groups idle while this one trains: watched too
         self.slowest_step_s = 0.0
         self.stopped_since: dict[int, float] = {}
         started = time.perf_counter()
@@ -506,8 +507,13 @@ class Group:
         waiting = dict(enumerate(self.conns))
         found: dict[int, Any] = {}
         begun = time.perf_counter()
+        idle = {process.sentinel: (group, rank) for group in self.peers
+                for rank, process in enumerate(group.processes) if hasattr(process, "sentinel")}
         while waiting:
-            ready = wait(list(waiting.values()), timeout=POLL_S)
+            ready = wait([*waiting.values(), *idle], timeout=POLL_S)
+            for sentinel in set(ready) & set(idle):  # a process of an idle group ended
+                group, rank = idle[sentinel]
+                raise group.fault(rank)
             for rank in [r for r, conn in waiting.items() if conn in ready]:
                 try:
                     found[rank] = waiting.pop(rank).recv()[1]
@@ -637,9 +643,13 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
                 groups[case] = group = Group(target, n, args.on, model, options, start)
                 rec.notes.setdefault("node_of_each_rank", {})[case] = group.nodes
                 rec.samples(case, "startup", "s", [group.startup], devices=names(n))
-                print(f"{case}: started in {group.startup:.1f} s", flush=True)
+                first = time.perf_counter()
                 group.run(1)  # one untimed step: compiles, allocates, connects the links
                 group.losses.clear()
+                print(f"{case}: started in {group.startup:.1f} s, its first step (untimed) "
+                      f"took {time.perf_counter() - first:.1f} s", flush=True)
+            for group in groups.values():
+                group.peers = [g for g in groups.values() if g is not group]
             cases = {case: (lambda g=g, s=images // (args.batch_size * g.n): g.run(s))
                      for case, g in groups.items()}
             samples = timing.compare(cases, lambda: None, warmup=args.warmup,

@@ -57,6 +57,25 @@ def make_model(model: str, key):
     return variables["params"], variables["batch_stats"], resnet_loss
 
 
+def gloo_on(address: str, interface: str | None) -> None:
+    """The CPU devices' collectives: gloo, listening on ``address`` (its interface) alone.
+    JAX's own choice (``jax_cpu_collectives_implementation``) takes the address of this
+    host's name, whatever it is; so the CPU backend is made here, before any is, with the
+    gloo transport told where to listen (the backend factory JAX registers for "cpu",
+    given its ``collectives`` argument)."""
+    import functools
+
+    from jax._src import distributed, xla_bridge
+    from jax._src.lib import _jax
+
+    collectives = _jax.make_gloo_tcp_collectives(
+        distributed_client=distributed.global_state.client, hostname=address,
+        interface=interface)
+    xla_bridge.register_backend_factory(
+        "cpu", functools.partial(xla_bridge.make_cpu_client, collectives=collectives),
+        priority=0, fail_quietly=False)
+
+
 def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> None:
     """One process of a group: one device, the group's coordinator, a replica and its
     share of the data; then it trains the steps the coordinator asks for."""
@@ -64,18 +83,22 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     if on == "cpu":  # one host device of one thread on one core (of its node), before jax loads
         groups.pin(me.local)
         os.environ.update(d2l.thread_environment(1, host_devices=1))
+    here, collectives = groups.binding(me)  # NCCL on loopback (one node)
+    os.environ.update(collectives)
     import jax
     import numpy as np
     import optax
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    if on == "cpu":
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    port = me.address.rsplit(":", 1)[1]
     jax.distributed.initialize(me.address, num_processes=world, process_id=rank,
                                local_device_ids=[groups.gpu_index(me)] if on == "gpu"
                                else None,
-                               initialization_timeout=groups.COLLECTIVE_TIMEOUT_S)
+                               initialization_timeout=groups.COLLECTIVE_TIMEOUT_S,
+                               coordinator_bind_address=f"{here}:{port}")  # not [::]
+    if on == "cpu":
+        gloo_on(here, collectives.get("GLOO_SOCKET_IFNAME"))
     grid = Mesh(np.array(jax.devices()), ("devices",))
     split, replicated = NamedSharding(grid, P("devices")), NamedSharding(grid, P())
 

@@ -26,6 +26,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 
 from d2lperf import children, data, groups, harness, provenance, sections
 from d2lperf import mxnet as d2l
@@ -33,19 +34,36 @@ from d2lperf.results import Recorder
 
 
 def parameter_server(me: groups.Member) -> dict[str, str]:
-    """The ps-lite variables of the group whose rendezvous is ``me.address``; rank 0 starts
-    the group's scheduler (listening there) and its one server, each ending with rank 0."""
+    """The ps-lite variables of the group whose rendezvous is ``me.address``, every role
+    listening on the group's address alone (loopback on one node: ``groups.binding``);
+    rank 0 starts the group's scheduler (listening there) and its one server, each ending
+    with rank 0, and watches them: where one dies (its port taken, a fault, a kill), rank
+    0 says which and ends at once (``groups.HELPER_DIED``), and its coordinator ends the
+    group, instead of every worker waiting for it in vain."""
     import socket
 
     host, port = me.address.rsplit(":", 1)
     found = {"DMLC_PS_ROOT_URI": socket.gethostbyname(host), "DMLC_PS_ROOT_PORT": port,
-             "DMLC_NUM_SERVER": "1", "DMLC_NUM_WORKER": str(me.world)}
+             "DMLC_NUM_SERVER": "1", "DMLC_NUM_WORKER": str(me.world),
+             **groups.binding(me)[1]}
     if me.rank == 0:
         for role in ("scheduler", "server"):  # importing mxnet so runs the role's loop
-            subprocess.Popen([sys.executable, "-c", "import mxnet"],
-                             env={**os.environ, **found, "DMLC_ROLE": role},
-                             preexec_fn=children.die_with_parent)
+            helper = subprocess.Popen([sys.executable, "-c", "import mxnet"],
+                                      env={**os.environ, **found, "DMLC_ROLE": role},
+                                      preexec_fn=children.die_with_parent)
+            threading.Thread(target=watch, args=(helper, role, me), daemon=True).start()
     return found
+
+
+def watch(helper: subprocess.Popen, role: str, me: groups.Member) -> None:
+    code = helper.wait()
+    if code == 0:  # its group finished: the workers' kvstores closed
+        return
+    how = (f"was killed by {groups.signal_name(-code)}" if code < 0
+           else f"ended with exit code {code}")
+    print(f"process {me.rank} of {me.world}: the group's ps-lite {role} (pid {helper.pid}) "
+          f"{how}; ending this process", file=sys.stderr, flush=True)
+    os._exit(groups.HELPER_DIED)
 
 
 def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> None:

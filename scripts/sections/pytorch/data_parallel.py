@@ -31,6 +31,8 @@ machine has are not run, and the run record says why.
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 from datetime import timedelta
 
@@ -79,6 +81,8 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     rank, world = me.rank, me.world
     if not cuda:  # a CPU device is one thread on one core (of its node)
         groups.pin(me.local)
+    here, collectives = groups.binding(me)  # gloo and NCCL on loopback (one node)
+    os.environ.update(collectives)
     import torch
     import torch.distributed as dist
     from torch import nn
@@ -91,9 +95,15 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     device = torch.device("cuda", groups.gpu_index(me)) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://{me.address}",
-                            rank=rank, world_size=world,
-                            timeout=timedelta(seconds=groups.COLLECTIVE_TIMEOUT_S))
+    timeout = timedelta(seconds=groups.COLLECTIVE_TIMEOUT_S)
+    host, port = me.address.rsplit(":", 1)
+    # The rendezvous: rank 0's TCPStore on a socket bound to the group's address alone
+    # (by itself, TCPStore listens on every interface), the others its clients.
+    listening = socket.create_server((here, int(port))) if rank == 0 else None
+    store = dist.TCPStore(host, int(port), world, rank == 0, timeout,
+                          master_listen_fd=listening.fileno() if listening else None)
+    dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank,
+                            world_size=world, timeout=timeout)
     d2l.seed(options["seed"])  # the same initial replica everywhere (DDP also broadcasts)
     net = build_net(model).to(device)
     parallel = DistributedDataParallel(net, device_ids=[device.index] if cuda else None)
