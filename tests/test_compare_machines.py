@@ -68,5 +68,5 @@ def test_the_machines_facts_that_can_make_a_verdict_differ(tmp_path):
     table = compare.machine_facts([good, bad])
     assert table.to_dict("records")[0] == {
         "machine": "box", "cpu": "AMD EPYC", "cores": 2, "vector": "AVX-512",
-        "kernel": "Barcelona", "gpus": "NVIDIA H200"}
+        "kernel": "Barcelona", "gpus": "NVIDIA H200", "python": "", "numpy": ""}
     assert table.iloc[1]["machine"] == "broken" and table.iloc[1]["gpus"] == "none"

@@ -216,7 +216,7 @@ def test_a_run_record_as_the_harness_writes_it_passes(tmp_path):
               "parameters": {"repeats": 3, "processes": 2, "warmup": 1, "size": 500},
               "threads": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": None},
               "steadiness": {**STEADY, "steal_share": None, "before": {"probe_s": [0.2]}},
-              "stages": {"count": 1, "confidence_per_look": float("nan"), "history": []},
+              "stages": {"count": 1, "confidence_per_look": 1 - 0.05 / 3, "history": []},
               "processes": [{"pid": 1, "started": None, "status": "ok"}],
               "execution": {"device_kind": "cpu", "queues_work": True,
                             "separate_devices": False},
