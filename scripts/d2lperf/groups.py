@@ -78,6 +78,7 @@ SILENCE_FACTOR = 10
 SILENCE_FLOOR_S = 60.0
 STOPPED_S = 10.0  # a process stopped (SIGSTOP, a debugger) this long ends the section
 ENDED_S = 5.0  # after one process's end, how long its peers get to end before it is said
+STEP_ENDS_S = 30.0  # how long srun gets to end a step whose task failed (--kill-on-bad-exit)
 # A rank whose helper process died (MXNet's ps-lite scheduler or server) ends with this.
 HELPER_DIED = 75
 LOOPBACK = "127.0.0.1"
@@ -450,10 +451,11 @@ class Group:
         end the coordinator saw first. Its peers get ``ENDED_S`` to end too (a collective
         that lost a process fails); one killed by a signal is the cause (its peers failed
         after it), else ``first``; the others that ended are said after it."""
-        deadline = time.monotonic() + ENDED_S
+        step = isinstance(self.processes[first], Step)
+        deadline = time.monotonic() + (STEP_ENDS_S if step else ENDED_S)
         for process in dict.fromkeys(self.processes):
             process.join(timeout=max(0.0, deadline - time.monotonic()))
-        if isinstance(self.processes[first], Step):
+        if step:
             return RuntimeError(f"{self.who(first)} ended first, and its srun step "
                                 f"{ended_how(self.processes[first])}; the step's log (each "
                                 "line after its task's rank) is above")
