@@ -70,6 +70,7 @@ def test_mxnet_trains_each_count_through_a_parameter_server(ci_run):
     out, record, log = from_the_ci_run(ci_run, "data_parallel", "mxnet")
     assert record["status"] == "ok", record.get("log_tail")
     assert "dist_sync" in record["notes"]["design"]
+    assert record["notes"]["kvstore"] == "dist_sync"  # on GPUs: dist_sync_device
     rows = read_rows(out)
     for case, n in (("lenet_1_device", 1), ("lenet_2_devices", 2)):
         timed = [r for r in rows if r["case"] == case and r["metric"] == "time"]

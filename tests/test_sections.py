@@ -67,3 +67,37 @@ def test_the_table_loads_nothing_but_the_standard_library():
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == "['d2lperf', 'd2lperf.frameworks', 'd2lperf.sections']"
+
+
+@pytest.mark.parametrize("section, gpu_everywhere, gpu_count, on_cpu, kind", [
+    # a section with a process per device: on the GPUs wherever there are any, in every
+    # framework (MXNet's too), else on cores
+    ("data_parallel", False, 8, False, "gpu"),
+    ("data_parallel", True, 1, False, "gpu"),
+    ("data_parallel", False, 0, False, "cpu"),
+    # written for two GPUs: the CPU stand-in where the machine has fewer
+    ("multi_gpu_scratch", False, 1, False, "cpu"),
+    ("multi_gpu_scratch", False, 2, False, "gpu"),
+    ("multi_gpu_scratch", True, 1, False, "gpu"),  # PyTorch: its GPU, the other run skipped
+    # written for one GPU, no stand-in: GPU contexts (skipped, saying why) unless the config
+    # runs it on the CPU
+    ("auto_parallelism", False, 0, False, "gpu"),
+    ("auto_parallelism", False, 0, True, "cpu"),
+    ("auto_parallelism", True, 0, True, "cpu"),
+    # the others: on a GPU where the framework queues work only there, else no --on at all
+    ("hybridize", True, 1, False, "gpu"),
+    ("hybridize", True, 0, False, "cpu"),
+    ("hybridize", False, 4, False, None),
+    ("ceilings", True, 4, False, None),  # measures every device there is
+])
+def test_each_job_runs_on_the_device_its_section_and_framework_call_for(
+        section, gpu_everywhere, gpu_count, on_cpu, kind):
+    assert sections.device_kind(section, gpu_everywhere, gpu_count, on_cpu) == kind
+
+
+def test_a_section_with_a_process_per_device_asks_a_gpu_per_device_in_every_framework():
+    """MXNet's data-parallel job trains on GPUs where there are any (device_kind), so its
+    SLURM job asks for them as PyTorch's does."""
+    options = {"device_counts": [1, 2, 4, 8]}
+    assert sections.slurm_resources("data_parallel", False, "auto", options)["gpu"] == 8
+    assert sections.slurm_resources("data_parallel", True, "auto", options)["gpu"] == 8

@@ -350,15 +350,46 @@ def preset_schema() -> dict[str, object]:
             "properties": {name: s.options_schema() for name, s in SECTIONS.items()}}
 
 
+def device_kind(section: str, gpu_everywhere: bool, gpu_count: int,
+                gpu_sections_on_cpu: bool = False) -> str | None:
+    """What a section's job runs on (its scripts' ``--on``: "gpu" or "cpu"), or None where
+    they take no ``--on``, given the framework (``gpu_everywhere``: it queues work only on
+    a GPU, so every section runs there where the machine has one), the machine's GPUs and
+    the config's ``gpu_sections_on_cpu``.
+    - A section written for GPUs (``gpus``) runs on them where the machine has as many;
+      with fewer, its CPU stand-in (``cpu_stand_in``: the documents' own from-scratch code
+      ran on cpu(0), cpu(1)) or, without one, GPU contexts (it skips, saying why) unless
+      the config says to run it on the CPU.
+    - A section with a process per device runs on the machine's GPUs wherever it has any,
+      in every framework, as its users run it (and on cores where it has none).
+    - Any other section runs on a GPU where the framework queues work only there and the
+      machine has one, else on the CPU (the documents' default context)."""
+    entry = SECTIONS[section]
+    if entry.gpus:
+        if gpu_everywhere and gpu_count:
+            return "gpu"
+        if entry.cpu_stand_in:
+            return "gpu" if gpu_count >= entry.gpus else "cpu"
+        return "cpu" if gpu_sections_on_cpu else "gpu"
+    if not entry.takes_device:
+        return None
+    if entry.process_per_device or gpu_everywhere:
+        return "gpu" if gpu_count else "cpu"
+    return None
+
+
 def slurm_resources(section: str, framework_gpus: bool, threads: int | str,
-                    options: Mapping[str, Any] | None = None) -> dict[str, int | str]:
+                    options: Mapping[str, Any] | None = None,
+                    cluster_gpus: bool = True) -> dict[str, int | str]:
     """What one timing job asks SLURM for: its nodes exclusively, the section's time and
     memory (a node's), its GPUs (at least one for a framework that runs every section on
     a GPU where there is one: ``framework_gpus``; none asked for where it needs none), and
     a core per thread. A section with a process per device (``options``: its preset
     entry) asks for a GPU per device of its largest count; over several ``nodes``, for a
     task per device on that many nodes, which its script starts with srun (the plugin's
-    ``mpi`` jobs run the rule's command in the job's first node, not in a job step)."""
+    ``mpi`` jobs run the rule's command in the job's first node, not in a job step).
+    ``cluster_gpus`` false (config key cluster_gpus: a cluster without GPUs): no GPU at
+    all, since SLURM refuses a job that asks for GPUs no node has."""
     entry = SECTIONS[section]
     gpus = max(entry.gpus, 1) if framework_gpus else entry.gpus
     wanted: dict[str, int | str] = {
@@ -366,14 +397,26 @@ def slurm_resources(section: str, framework_gpus: bool, threads: int | str,
         "mem_mb": entry.mem_mb, "runtime": entry.runtime, "slurm_extra": EXCLUSIVE}
     if entry.process_per_device and options:
         devices = max(options["device_counts"])
-        gpus = devices if framework_gpus else gpus
+        gpus = devices  # a GPU per device, in every framework (``device_kind``)
         if options.get("nodes", 1) > 1:
             # a task per device: --ntasks (the plugin turns a GPU job's `tasks` into
             # --ntasks-per-gpu, so that is said apart); the job's nodes are whole
             # (--exclusive), so one core a task is only what SLURM counts
             wanted.update(nodes=options["nodes"], tasks=devices, mpi="srun", cpus_per_task=1,
                           **({"tasks_per_gpu": 1} if gpus else {}))
+    if not cluster_gpus:
+        wanted.pop("tasks_per_gpu", None)
+        return wanted
     return {**wanted, "gpu": gpus} if gpus else wanted
+
+
+def other_job_resources(name: str, cluster_gpus: bool = True) -> dict[str, int]:
+    """What a job that is not a section's asks SLURM for (``OTHER_JOBS``): without its GPUs
+    where ``cluster_gpus`` is false (config key cluster_gpus)."""
+    wanted = dict(OTHER_JOBS[name])
+    if not cluster_gpus:
+        wanted.pop("gpu", None)
+    return wanted
 
 
 def write_csv(path: str | Path) -> None:

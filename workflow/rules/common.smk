@@ -1,3 +1,4 @@
+import functools
 import os
 import shlex
 import signal
@@ -244,24 +245,21 @@ SAMPLE_TABLES = [section_paths(s, f)["csv"] for s, f in JOBS]
 RUN_RECORDS = [section_paths(s, f)["sidecar"] for s, f in JOBS]
 
 
-def device_kind(section):
-    """GPU contexts where the machine has the GPUs, else what the config says.
-    seeds/000 ran its from-scratch multi-device code on cpu(0), cpu(1): so do we."""
-    if SECTION_TABLE.SECTIONS[section].cpu_stand_in:
-        return "gpu" if len(gpus()) >= SECTION_TABLE.SECTIONS[section].gpus else "cpu"
-    return "cpu" if config.get("gpu_sections_on_cpu", False) else "gpu"
+@functools.cache
+def gpu_count():
+    """The machine's NVIDIA GPUs (nvidia-smi), asked once per parse."""
+    return len(gpus())
 
 
-def gpu_everywhere_kind(section):
-    """A framework that queues work only on a GPU (PyTorch) runs every section there where
-    the machine has one. Without one, the sections written for GPUs do what the documents'
-    twins do (the CPU stand-in, or skipped with the reason); the others run on the CPU.
-    """
-    if gpus():
-        return "gpu"
-    if SECTION_TABLE.SECTIONS[section].gpus:
-        return device_kind(section)
-    return "cpu"
+def device_kind(section, framework=DOCUMENTS):
+    """What the section's job runs on in ``framework`` (its --on), or None: the table's
+    rule (d2lperf.sections.device_kind) on this machine's GPUs and the config."""
+    return SECTION_TABLE.device_kind(
+        section,
+        FRAMEWORK[framework].gpu_everywhere,
+        gpu_count(),
+        config.get("gpu_sections_on_cpu", False),
+    )
 
 
 def section_threads(section):
@@ -299,13 +297,8 @@ def section_args(section, framework=DOCUMENTS):
     }
     if "processes" in PRESET[section]:  # its stages decide against the report's band
         options["band"] = config.get("practical_band", 0.05)
-    if (
-        FRAMEWORK[framework].gpu_everywhere
-        and SECTION_TABLE.SECTIONS[section].takes_device
-    ):
-        options["on"] = gpu_everywhere_kind(section)
-    elif SECTION_TABLE.SECTIONS[section].gpus:
-        options["on"] = device_kind(section)
+    if device_kind(section, framework):
+        options["on"] = device_kind(section, framework)
     if SECTION_TABLE.SECTIONS[section].data:
         options["data_dir"] = config.get("data_dir") or None
         options["data_download"] = config.get("data_download", False)

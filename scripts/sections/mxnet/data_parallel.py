@@ -8,8 +8,11 @@ which calls ``Thread.isAlive``, gone in Python 3.11) run beside rank 0, and
 ``kvstore('dist_sync')`` sums every worker's gradients on the server each step. The from-
 scratch LeNet pushes each gradient and pulls the sum, then takes the book's ``sgd``; the
 concise ResNet-18's ``gluon.Trainer`` takes the kvstore and lets the server apply SGD
-(``update_on_kvstore``). The book's own ``kvstore('device')``, one process over several
-devices, is what the two multi-device sections measure.
+(``update_on_kvstore``). On GPUs the kvstore is ``dist_sync_device``, which a user of
+MXNet's parameter server picks there: each worker's gradients are summed on its GPU before
+they go to the server (``KVSTORE``; the run record says which ran). The book's own
+``kvstore('device')``, one process over several devices, is what the two multi-device
+sections measure.
 
 A device is a GPU, or on a CPU a process of one thread on one core (the server and the
 scheduler share rank 0's). Each device takes ``--batch-size`` images a step, the learning
@@ -31,6 +34,9 @@ import threading
 from d2lperf import children, data, groups, harness, provenance, sections
 from d2lperf import mxnet as d2l
 from d2lperf.results import Recorder
+
+# The kvstore of a group, by device kind: a process per device, summed by one server.
+KVSTORE = {"cpu": "dist_sync", "gpu": "dist_sync_device"}
 
 
 def parameter_server(me: groups.Member) -> dict[str, str]:
@@ -76,7 +82,7 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     import mxnet as mx
     from mxnet import autograd, gluon, init, nd
 
-    kv = mx.kv.create("dist_sync")
+    kv = mx.kv.create(KVSTORE[on])
     ctx = mx.gpu(groups.gpu_index(me)) if on == "gpu" else mx.cpu()
     d2l.seed(options["seed"])  # the same initial replica everywhere (the server keeps rank 0's)
     lr, batch = options["lr"] * me.world, options["batch_size"]
@@ -125,12 +131,13 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
 
 
 def body(args: argparse.Namespace, rec: Recorder) -> None:
+    rec.notes["kvstore"] = KVSTORE[args.on]
     groups.measure(
         args, rec, rank_main, gpus=d2l.gpu_count(),  # mxnet loaded here: its build recorded
         names=lambda n: ",".join([f"gpu({i})" for i in range(n)] if args.on == "gpu"
                                  else ["cpu(0)"] * n),  # a process's own cpu(0) each
-        design="kvstore dist_sync, one worker process per device, the gradients summed by "
-               "one parameter server (ps-lite over TCP); every N-th image each")
+        design=f"kvstore {KVSTORE[args.on]}, one worker process per device, the gradients "
+               "summed by one parameter server (ps-lite over TCP); every N-th image each")
 
 
 def build_parser() -> argparse.ArgumentParser:
