@@ -134,3 +134,12 @@ def test_a_rank_of_an_idle_group_that_dies_is_named_while_another_group_trains()
     finally:
         busy.kill()
         idle.kill()
+
+
+def test_on_gpus_every_groups_processes_fit_gpu_0_together():
+    """Every count's group stays alive while they are timed in turns, so GPU 0 holds a
+    process of each: each may take an equal share, a tenth kept for CUDA's contexts."""
+    assert groups.gpu_memory_share([1, 2, 4, 8]) == 0.225
+    assert groups.gpu_memory_share([1]) == 0.9
+    for fitting in ([1], [1, 2], [1, 2, 4], [1, 2, 4, 8], [2, 4, 8, 16, 32]):
+        assert groups.gpu_memory_share(fitting) * len(fitting) <= 0.9

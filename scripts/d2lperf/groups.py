@@ -183,6 +183,14 @@ def gpu_index(me: Member) -> int:
     return me.local % len(visible) if visible else me.local
 
 
+def gpu_memory_share(fitting: list[int]) -> float:
+    """The share of a GPU's memory each process of a group may take: every count's group
+    stays alive while the groups are timed in turns, so GPU 0 holds a process of each
+    (GPU i one of each group larger than i). Each gets an equal part, a tenth kept back
+    for the CUDA contexts themselves. JAX would otherwise take 75% in every process."""
+    return round(0.9 / len(fitting), 3)
+
+
 def pin(rank: int) -> int | None:
     """On a CPU a device is one core: the process of (local) ``rank`` keeps only the
     rank-th of the cores it may use (Linux's affinity), so that a framework whose thread pools are
@@ -635,9 +643,13 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
     folder = data.found_or_exit(args.data_dir)
     rec.notes["design"] = design.format(links=LINKS[args.on])
     rec.notes["placement"] = kind
+    share = gpu_memory_share(fitting) if args.on == "gpu" else None
+    if share:
+        rec.notes["gpu_memory_share"] = share
     for model, images, lr in zip(args.models, args.images, args.learning_rates):
         options = {"seed": args.seed, "lr": lr, "batch_size": args.batch_size,
-                   "folder": folder, "train_limit": args.train_limit}
+                   "folder": folder, "train_limit": args.train_limit,
+                   "gpu_memory_share": share}
         groups: dict[str, Group] = {}
         try:
             for n in fitting:

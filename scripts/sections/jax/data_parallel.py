@@ -83,6 +83,8 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     if on == "cpu":  # one host device of one thread on one core (of its node), before jax loads
         groups.pin(me.local)
         os.environ.update(d2l.thread_environment(1, host_devices=1))
+    else:  # every count's group shares GPU 0: each process an equal part of its memory
+        os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = str(options["gpu_memory_share"])
     here, collectives = groups.binding(me)  # NCCL on loopback (one node)
     os.environ.update(collectives)
     import jax

@@ -95,6 +95,7 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     device = torch.device("cuda", groups.gpu_index(me)) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
+        torch.cuda.set_per_process_memory_fraction(options["gpu_memory_share"], device)
     timeout = timedelta(seconds=groups.COLLECTIVE_TIMEOUT_S)
     host, port = me.address.rsplit(":", 1)
     # The rendezvous: rank 0's TCPStore on a socket bound to the group's address alone
