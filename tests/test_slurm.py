@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from hang_guard import run_until_quiet
 
 from conftest import CI_CONFIG, CI_MACHINE, REPO, SNAKEMAKE, ci_preset, copy_workflow
@@ -300,6 +301,74 @@ def test_the_table_asks_what_the_cluster_expects():
         "gpu": 2}
 
 
+def every_rules_resources(cluster_gpus: bool) -> dict[str, dict]:
+    """What each rule the workflow generates asks SLURM for, as its `resources:` compute
+    it (workflow/rules/sections.smk), at each shipped preset, the data-parallel section
+    also over several nodes; keyed by rule (and preset)."""
+    from d2lperf import sections
+    from d2lperf.frameworks import REGISTRY, rule_name
+    from d2lperf.presets import for_framework
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    asks = {name: sections.other_job_resources(name, cluster_gpus=cluster_gpus)
+            for name in sections.OTHER_JOBS}
+    for preset_name, preset in config["presets"].items():
+        for section, entry in sections.SECTIONS.items():
+            for framework, info in REGISTRY.items():
+                if not entry.has(framework):
+                    continue
+                options = for_framework(preset[section], framework)
+                shapes = {"": options}
+                if entry.process_per_device:
+                    shapes[" over nodes"] = {**options, "nodes": max(options["device_counts"])}
+                for shape, given in shapes.items():
+                    asks[f"{rule_name(section, framework)} ({preset_name}{shape})"] = \
+                        sections.slurm_resources(section, info.gpu_everywhere, "auto", given,
+                                                 cluster_gpus=cluster_gpus)
+    return asks
+
+
+def test_a_cluster_without_gpus_is_one_setting():
+    """Config key cluster_gpus: False, given once, and no rule asks SLURM for a GPU (nor
+    a task per GPU); left at its default, the rules of the sections written for GPUs, the
+    PyTorch twins and machine_info do. A value that is not a boolean is refused, named."""
+    from d2lperf import sections
+    from d2lperf.configcheck import ConfigError, check_config
+
+    without = every_rules_resources(cluster_gpus=False)
+    assert {rule: asks for rule, asks in without.items()
+            if "gpu" in asks or "tasks_per_gpu" in asks} == {}
+    with_gpus = every_rules_resources(cluster_gpus=True)
+    assert set(with_gpus) == set(without)
+    asking = {rule for rule, asks in with_gpus.items() if asks.get("gpu")}
+    for section in ("auto_parallelism", "multi_gpu_scratch", "multi_gpu_gluon"):
+        assert f"{section} (documents)" in asking, section
+    assert "machine_info" in asking and "hybridize_pytorch (ci)" in asking
+    assert "hybridize (ci)" not in asking
+    # otherwise the same request: time, memory, cores, nodes and tasks
+    for rule, asks in with_gpus.items():
+        assert {k: v for k, v in asks.items() if k not in ("gpu", "tasks_per_gpu")} == \
+            without[rule], rule
+    assert with_gpus["data_parallel_pytorch (ci over nodes)"]["tasks_per_gpu"] == 1
+    assert sections.slurm_resources("multi_gpu_gluon", False, "auto") == asked_for(
+        "multi_gpu_gluon")  # the default is a cluster with GPUs
+
+    # every rule's resources go through the setting: none reads the table around it
+    rules = "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
+    rules += (REPO / "Snakefile").read_text()
+    assert rules.count("resources:") == rules.count("cluster_gpus=CLUSTER_GPUS") == 3
+    assert 'CLUSTER_GPUS = config.get("cluster_gpus", True)' in rules
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    schema = REPO / "workflow/schemas/config.schema.yaml"
+    assert config["cluster_gpus"] is True
+    check_config({**config, "cluster_gpus": False}, schema)
+    with pytest.raises(ConfigError) as error:
+        check_config({**config, "cluster_gpus": "false"}, schema)
+    assert "cluster_gpus = 'false': must be true or false (on Snakemake's command line: " \
+        "True or False)" in str(error.value)
+
+
 class Resources(dict):
     """A job's resources as the SLURM plugin reads them: ``.get`` and attributes."""
 
@@ -379,6 +448,24 @@ def test_more_gpus_than_a_node_has_fails_with_slurms_message(slurm, tmp_path, ex
                      "--set-resources", "multi_gpu_gluon:gpu=3", *CI_CONFIG,
                      f"experiment_python={experiment_python}")
     assert "Requested node configuration is not available" in stderr, stderr[-3000:]
+
+
+@pytest.mark.slow  # SLURM and Snakemake
+def test_a_cluster_without_gpus_asks_slurm_for_none(slurm, tmp_path, experiment_python):
+    """With `--config cluster_gpus=False` alone, machine_info (which asks for the sections'
+    2 GPUs otherwise) is submitted, runs and asks SLURM for no GPU: no per-rule
+    --set-resources."""
+    work = copy_workflow(tmp_path / "wf")
+    done, _ = run_snakemake(work, slurm, *SLURM_ARGS, f"results/{CI_MACHINE}/machine.json",
+                            *CI_CONFIG, f"experiment_python={experiment_python}",
+                            "cluster_gpus=False")
+    assert done.returncode == 0, done.stderr[-6000:]
+    run_id = re.search(r"SLURM run ID: (\S+)", done.stderr).group(1)
+    jobs = {job["Comment"].removeprefix("rule_"): job for job in slurm_jobs(slurm, run_id)}
+    assert set(jobs) == {"machine_info"}
+    assert jobs["machine_info"]["JobState"] == "COMPLETED"
+    assert "gpu" not in jobs["machine_info"].get("TresPerJob", ""), jobs["machine_info"]
+    assert "gpu" not in jobs["machine_info"].get("TresPerNode", ""), jobs["machine_info"]
 
 
 def test_unknown_partition_fails_with_slurms_message(slurm, tmp_path, experiment_python):

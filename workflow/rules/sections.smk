@@ -7,6 +7,10 @@
 # job's message and a long section's progress (fd 3: d2lperf.progress); everything the
 # script prints goes to its log.
 
+# Under a cluster executor each job asks for the GPUs the table of sections gives it, unless
+# config key cluster_gpus is false (a cluster without GPUs): then no job asks for any.
+CLUSTER_GPUS = config.get("cluster_gpus", True)
+
 
 rule machine_info:
     input:
@@ -20,7 +24,7 @@ rule machine_info:
     conda:
         MACHINE_ENV
     resources:
-        **SECTION_TABLE.OTHER_JOBS["machine_info"],
+        **SECTION_TABLE.other_job_resources("machine_info", cluster_gpus=CLUSTER_GPUS),
     params:
         py=MACHINE_PY,
         machine=RESULTS_ID,
@@ -42,7 +46,7 @@ rule blas_reference:
     conda:
         EXPERIMENT_ENV
     resources:
-        **SECTION_TABLE.OTHER_JOBS["blas_reference"],
+        **SECTION_TABLE.other_job_resources("blas_reference", cluster_gpus=CLUSTER_GPUS),
     params:
         py=EXPERIMENT_PY,
     message:
@@ -79,6 +83,7 @@ for section, framework in JOBS:
                 FRAMEWORK[framework].gpu_everywhere,
                 config["threads"],
                 for_framework(PRESET[section], framework),
+                cluster_gpus=CLUSTER_GPUS,
             ),
             machine_lock=MACHINE_LOCK,
         params:
