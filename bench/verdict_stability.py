@@ -132,8 +132,8 @@ def counted(name: str) -> bool:
 def tally(verdicts: list[dict], framework: str) -> dict:
     """One framework's figures over the runs (each run: {"framework/name": Verdict}):
     contradictions, per claim "decisive in k of n" (n: the runs where it was judged),
-    the claims not applicable here, and each A/A pair's verdicts and whether its
-    intervals contain 1."""
+    the claims that in every run do not apply or were not measured, and each A/A pair's
+    verdicts and whether its intervals contain 1."""
     names = list(dict.fromkeys(n for run in verdicts for n in run
                                if n.startswith(f"{framework}/")))
     decisive, not_here, contradictions, pairs = {}, [], 0, {}
@@ -162,7 +162,7 @@ def print_tally(verdicts: list[dict], frameworks: list[str], mode: str) -> None:
         for name, (k, n) in found["decisive"].items():
             print(f"  {name:38} decisive in {k} of {n} run(s) where it applies")
         for name in found["not_here"]:
-            print(f"  {name:38} not applicable here in every run (not counted)")
+            print(f"  {name:38} does not apply or not measured in every run (not counted)")
         for name, runs in found["aa"].items():
             cells = [f"{verdict}, {'contains 1' if inside else 'excludes 1'}"
                      for verdict, inside in runs]

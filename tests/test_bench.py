@@ -55,7 +55,7 @@ def load_bench():
     return module
 
 
-def test_the_tally_leaves_not_applicable_here_out_of_decisive_and_contradictions():
+def test_the_tally_leaves_claims_that_do_not_apply_out_of_decisive_and_contradictions():
     from d2lperf import verdicts
     bench = load_bench()
 
@@ -64,14 +64,14 @@ def test_the_tally_leaves_not_applicable_here_out_of_decisive_and_contradictions
                               framework="pytorch", ratio=ratio[0], ratio_low=ratio[1],
                               ratio_high=ratio[2])
 
-    runs = [{"pytorch/hy": v("hy", "holds"), "pytorch/q": v("q", "not applicable here"),
+    runs = [{"pytorch/hy": v("hy", "holds"), "pytorch/q": v("q", "does not apply"),
              "pytorch/s": v("s", "holds"),
              "pytorch/aa_hybridize": v("aa_hybridize", "holds", "check", (1.01, 0.98, 1.03))},
-            {"pytorch/hy": v("hy", "inconclusive"), "pytorch/q": v("q", "not applicable here"),
-             "pytorch/s": v("s", "not applicable here"),
+            {"pytorch/hy": v("hy", "inconclusive"), "pytorch/q": v("q", "does not apply"),
+             "pytorch/s": v("s", "not measured"),
              "pytorch/aa_hybridize": v("aa_hybridize", "does not hold", "check",
                                        (1.07, 1.06, 1.08))},
-            {"pytorch/hy": v("hy", "holds"), "pytorch/q": v("q", "not applicable here"),
+            {"pytorch/hy": v("hy", "holds"), "pytorch/q": v("q", "does not apply"),
              "pytorch/s": v("s", "does not hold"),
              "pytorch/aa_hybridize": v("aa_hybridize", "inconclusive", "check",
                                        (1.0, 0.9, 1.1))}]

@@ -166,12 +166,12 @@ def test_steadiness_check_flags_a_moving_probe():
     assert v.verdict == "does not hold" and "hybridize: the CPU probe moved +120%" in v.evidence
 
 
-def test_skipped_section_is_not_applicable_with_its_reason():
+def test_skipped_section_is_not_measured_with_its_reason():
     runs = {"multi_gpu_gluon": {"status": "skipped", "reason": "needs 2 GPUs, found 0"}}
     v = verdicts(frame(rows("hybridize", "x", [1.0])), runs)
-    assert v["two_devices_speed_up_resnet"].verdict == "not applicable"
+    assert v["two_devices_speed_up_resnet"].verdict == "not measured"
     assert "needs 2 GPUs, found 0" in v["two_devices_speed_up_resnet"].evidence
-    assert v["resnet_accuracy_as_documented"].verdict == "not applicable"
+    assert v["resnet_accuracy_as_documented"].verdict == "not measured"
     assert v["cpu_gpu_overlap"].evidence == "auto_parallelism did not run"
 
 
@@ -187,7 +187,7 @@ def test_accuracy_after_the_documents_epochs():
         "does not hold")
     short = [rows("multi_gpu_scratch", "lenet_1_device", [0.5], "accuracy", 1, "cpu(0)")]
     v = verdicts(frame(*short), runs)["lenet_accuracy_as_documented"]
-    assert v.verdict == "not applicable"
+    assert v.verdict == "not measured"
     assert "after epoch 4, this run ran 1" in v.evidence
 
 
@@ -230,7 +230,7 @@ def test_no_pytorch_row_on_a_cpu_reads_does_not_hold_for_a_claim_that_does_not_a
     for name in ("queueing_returns_at_once", "sync_call_slows_loop", "cpu_gpu_overlap",
                  "compute_copy_overlap", "small_ops_no_overlap",
                  "asynchrony_uses_more_memory"):
-        assert v[name].verdict == "not applicable here", (name, v[name].evidence)
+        assert v[name].verdict == "does not apply", (name, v[name].evidence)
         assert v[name].evidence.startswith("eager PyTorch on a CPU: each op finishes before "
                                            "it returns"), v[name].evidence
         assert v[name].finding  # the measurement is kept beside it
@@ -251,7 +251,7 @@ def test_applicability_ignores_message_text_and_reads_old_records_by_their_devic
     old = {"status": "ok", "parameters": {"on": "cpu"},
            "notes": {"eager_on_cpu": "anything at all"}}
     v = verdicts(samples, {"async_computation": old}, framework="pytorch")
-    assert v["queueing_returns_at_once"].verdict == "not applicable here"
+    assert v["queueing_returns_at_once"].verdict == "does not apply"
     mxnet = frame(*[rows("async_computation", c, {p: x for p in range(4)})
                     for c, x in EAGER_CPU["async_computation"].items()])
     v = verdicts(mxnet, {"async_computation": {"status": "ok"}})
@@ -263,7 +263,7 @@ def test_two_devices_on_one_pytorch_cpu_are_not_two_devices():
               for e in (1, 2, 3) for r in rows("multi_gpu_gluon", case, [t + e / 100], "time",
                                                 e, "cpu,cpu", framework="pytorch")]
     v = verdicts(frame(epochs), {"multi_gpu_gluon": eager_cpu_run()}, framework="pytorch")
-    assert v["two_devices_speed_up_resnet"].verdict == "not applicable here"
+    assert v["two_devices_speed_up_resnet"].verdict == "does not apply"
     assert "one device under several names" in v["two_devices_speed_up_resnet"].evidence
 
 
@@ -310,7 +310,7 @@ def test_every_rule_holds_on_the_documents_own_figures():
             assert "the gain is Linux's" in found.document_evidence  # the report says why
             continue
         if claim.name == "two_devices_train_lenet_faster":  # the documents printed none
-            assert found.document_verdict == "not applicable"
+            assert found.document_verdict == "not measured"
             continue
         assert found.document_verdict == "holds", (claim.name, found.document_evidence)
     assert "queued/finished 0.11" in v["queueing_returns_at_once"].document_evidence
@@ -321,8 +321,8 @@ def test_every_rule_holds_on_the_documents_own_figures():
 
 def test_a_framework_without_a_section_has_no_verdict_on_its_claims(monkeypatch):
     """A framework whose data-parallel script is not written (as MXNet's was not at first):
-    its report has no verdict on those claims (a dash), rather than "not applicable: did
-    not run", which would say it should have."""
+    its report has no verdict on those claims (a dash), rather than "not measured: did not
+    run", which would say it should have."""
     from d2lperf import sections
 
     written = sections.Section.has
@@ -331,7 +331,7 @@ def test_a_framework_without_a_section_has_no_verdict_on_its_claims(monkeypatch)
     samples = frame(rows("hybridize", "x", [1.0]))
     mxnet, pytorch = (verdicts(samples, {}, framework=f) for f in ("mxnet", "pytorch"))
     assert "two_devices_train_lenet_faster" not in mxnet
-    assert pytorch["two_devices_train_lenet_faster"].verdict == "not applicable"
+    assert pytorch["two_devices_train_lenet_faster"].verdict == "not measured"
 
 
 # --- several verdicts in one run: Holm's correction ---

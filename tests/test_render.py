@@ -107,7 +107,7 @@ def tables(tmp: Path, frameworks=("mxnet", "pytorch")) -> argparse.Namespace:
                     evidence="probe 0.2 s; 0 of 3 sections flagged"),
             verdict(framework, "hybridize_speeds_up_mlp", "hybridize", "holds", 0.46),
             verdict(framework, "two_devices_speed_up_resnet", "multi_gpu_gluon",
-                    "not applicable", evidence="multi_gpu_gluon was skipped"),
+                    "not measured", evidence="multi_gpu_gluon was skipped"),
         ]
         folder = section_folder
         runs += [
@@ -541,13 +541,13 @@ def test_how_to_run_a_skipped_section_follows_its_needs_not_its_words(needs, not
 
 
 def test_first_screen_never_says_does_not_hold_for_a_claim_that_does_not_apply(tmp_path):
-    """Eager PyTorch on a CPU: the queueing claim's row reads 'not applicable here' with the
+    """Eager PyTorch on a CPU: the queueing claim's row reads 'does not apply' with the
     reason and the measurement beside it; the documents' own verdict by the same rule."""
     args = tables(tmp_path)
     rows = list(csv.DictReader(open(args.verdicts, encoding="utf-8")))
     columns = VERDICT_COLUMNS + ["finding", "applies", "document_verdict",
                                  "document_evidence", "document_by_variant"]
-    for framework, result in (("mxnet", "holds"), ("pytorch", "not applicable here")):
+    for framework, result in (("mxnet", "holds"), ("pytorch", "does not apply")):
         row = verdict(framework, "queueing_returns_at_once", "async_computation", result,
                       evidence="eager PyTorch on a CPU: each op finishes before it returns"
                       if framework == "pytorch" else "queued/finished 0.01")
@@ -563,7 +563,7 @@ def test_first_screen_never_says_does_not_hold_for_a_claim_that_does_not_apply(t
     queue = claim_of(view, "queueing_returns_at_once")
     mxnet, pytorch = queue["cells"]
     assert mxnet["verdict"] == "holds"
-    assert pytorch["verdict"] == "not applicable here"
+    assert pytorch["verdict"] == "does not apply"
     assert pytorch["line"] == ""  # the reason and the measurement folded under the verdict
     assert pytorch["more"].startswith("eager PyTorch on a CPU: each op finishes before it "
                                       "returns; measured: queueing 2180× the wait")
@@ -619,7 +619,7 @@ def test_the_same_hardware_says_the_difference_is_run_to_run():
     same = {"cpu": "x", "cores": "2", "vector": "AVX2", "kernel": "Haswell", "gpus": "none"}
     cells = [[{"framework": "MXNet", "verdict": "holds"}],
              [{"framework": "MXNet", "verdict": "inconclusive"}],
-             [{"framework": "MXNet", "verdict": "not applicable"}]]
+             [{"framework": "MXNet", "verdict": "not measured"}]]
     facts = {"a": same, "b": dict(same), "c": {**same, "cores": "64"}}
     assert differences(cells, ["a", "b", "c"], facts) == [
         "MXNet: the machines' recorded hardware is the same: the difference is the "

@@ -107,14 +107,14 @@ def test_every_claim_has_a_verdict_and_a_rule(ci_run):
     verdicts = pd.read_csv(results / "verdicts.csv", keep_default_na=False)
     assert len(verdicts) >= 10
     assert set(verdicts["verdict"]) <= {"holds", "does not hold", "inconclusive",
-                                        "not applicable", "not applicable here"}
+                                        "not measured", "does not apply"}
     assert all(verdicts["rule"]) and all(verdicts["evidence"])
     by_framework = verdicts.set_index(["framework", "name"])["verdict"]
     assert by_framework.loc[("mxnet", "outputs_reproduced")] == "holds"
     # PyTorch's b1 gradient is None, not the document's zeros: by design, not compared
     assert by_framework.loc[("pytorch", "outputs_reproduced")] == "holds"
     # eager PyTorch on this CPU queues nothing: the queueing claim is not about it
-    assert by_framework.loc[("pytorch", "queueing_returns_at_once")] == "not applicable here"
+    assert by_framework.loc[("pytorch", "queueing_returns_at_once")] == "does not apply"
     assert {"mxnet", "pytorch"} == set(verdicts["framework"])
 
 

@@ -21,14 +21,14 @@ report shows.
 A claim says where it applies (``Where``: frameworks, device kinds, and what the
 framework must do there, such as queue work), checked against the fields of the run
 record (``execution``), never against message text. Where it does not apply the
-verdict is "not applicable here", the reason in words, and the measurement is kept
+verdict is "does not apply", the reason in words, and the measurement is kept
 beside it as a finding. Every rule is also applied to the documents' own figures
 (``documents_verdict``): a rule the documents fail would judge them wrong about their
 own claim.
 
-Verdicts: "holds", "does not hold", "inconclusive", "not applicable here" (the claim is
-not about what runs here) or "not applicable" (the section did not run, and why); the
-documents' verdict may also be "mixed" (their alternate runs disagree).
+Verdicts: "holds", "does not hold", "inconclusive", "does not apply" (the claim is not
+about what runs here, and why) or "not measured" (the section did not run here, and why);
+the documents' verdict may also be "mixed" (their alternate runs disagree).
 Checks (``kind == "check"``) are not the chapter's: an A/A pair (identical work under
 two labels), the first-position effect and the machine's steadiness, which say how far
 the claims can be trusted.

@@ -40,6 +40,17 @@ FORMAT_VERSION = 3
 # their own from format 3; a table without one is older (``older_columns``).
 
 
+# Two verdicts older tables (verdicts.csv of kept and imported archives) worded otherwise:
+# today's words are d2lperf.verdicts' NOT_HERE and NA. Read as today's by tables.read_table
+# and the archive's check (``current_verdict``).
+OLDER_VERDICTS = {"not applicable here": "does not apply", "not applicable": "not measured"}
+
+
+def current_verdict(word: str) -> str:
+    """A verdict in today's words (``OLDER_VERDICTS``); any other word as it is."""
+    return OLDER_VERDICTS.get(word, word)
+
+
 def older_columns(columns: Iterable[str]) -> dict[str, str]:
     """The renames that bring an older table's columns to the current format: before 3,
     a table named the section ``experiment`` and the documents' heading ``section`` (a

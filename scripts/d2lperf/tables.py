@@ -20,7 +20,7 @@ import yaml
 
 from d2lperf.describe import Stats
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
-from d2lperf.results import FORMAT_VERSION, newer_format, older_columns
+from d2lperf.results import FORMAT_VERSION, OLDER_VERDICTS, newer_format, older_columns
 
 # A measurement is named by KEY; a document figure by REFERENCE_KEY (the same
 # measurement may be printed by two documents, or for two platforms).
@@ -125,9 +125,14 @@ def check_summary_rows(rows: list[dict[str, str]], name: str, validator) -> None
 def read_table(path: str | Path, **options: Any) -> pd.DataFrame:
     """A table of results (samples, summary, outputs, verdicts) as pandas reads it
     (``options``: read_csv's), its columns named as the current format names them,
-    whatever format it was written in (``results.older_columns``)."""
+    whatever format it was written in (``results.older_columns``), and its verdicts in
+    today's words (``results.OLDER_VERDICTS``)."""
     frame = pd.read_csv(path, **options)
-    return frame.rename(columns=older_columns(frame.columns))
+    frame = frame.rename(columns=older_columns(frame.columns))
+    for column in ("verdict", "document_verdict"):  # an older table's verdict words
+        if column in frame:
+            frame[column] = frame[column].replace(OLDER_VERDICTS)
+    return frame
 
 
 def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:

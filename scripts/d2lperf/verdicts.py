@@ -2,17 +2,19 @@
 chapter's claims (``d2lperf.claims``) and the checks of the measurement
 (``d2lperf.checks``) both give.
 
-Verdicts: "holds", "does not hold", "inconclusive", "not applicable here" (the claim is
-not about what runs here) or "not applicable" (the section did not run, and why); the
-documents' verdict may also be "mixed" (their alternate runs disagree)."""
+Verdicts: "holds", "does not hold", "inconclusive", "does not apply" (the claim is not
+about what runs here: nothing to do, the evidence says why) or "not measured" (the section
+did not run here: the evidence says why, and so what it needs to run); the documents'
+verdict may also be "mixed" (their alternate runs disagree). Tables written before these
+two words said "not applicable here" and "not applicable" (``results.OLDER_VERDICTS``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-HOLDS, FAILS, UNSURE, NA = "holds", "does not hold", "inconclusive", "not applicable"
-NOT_HERE, MIXED = "not applicable here", "mixed"
+HOLDS, FAILS, UNSURE, NA = "holds", "does not hold", "inconclusive", "not measured"
+NOT_HERE, MIXED = "does not apply", "mixed"
 # A 95% interval clears an edge by chance at most 2.5% of the time; Holm's step-down
 # keeps the chance of any wrong decisive verdict among a framework's claims (over all the
 # looks of their sections) at that.
@@ -47,7 +49,7 @@ class Verdict:
 
 def to_decide(verdicts: list[Verdict]) -> list[Verdict]:
     """The verdicts more data could settle: claims and checks that apply and were
-    measured (not "not applicable", not "not applicable here")."""
+    measured (not "not measured", not "does not apply")."""
     return [v for v in verdicts if v.verdict in (HOLDS, FAILS, UNSURE) and v.ratio == v.ratio]
 
 

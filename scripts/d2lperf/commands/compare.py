@@ -37,8 +37,8 @@ from d2lperf.tables import TableError, check_summary_rows, read_table, summary_s
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "svg.hashsalt": "d2l-perf"})
 CASE = ["framework", "section", "case", "metric", "epoch"]
 COMPARED_METRICS = ("time", "memory", "rate")
-# A verdict cell's states: "not applicable here" (the claim is not about that machine) is
-# one of its own, beside "not applicable" (the section did not run), never a failure.
+# A verdict cell's states: "does not apply" (the claim is not about that machine) is one
+# of its own, beside "not measured" (the section did not run there), never a failure.
 STATES = (HOLDS, FAILS, UNSURE, NOT_HERE, NA)
 
 

@@ -15,7 +15,7 @@ the sections, the machine and software, the comparison across machines), then fi
 template with what they return.
 
 The page: the answer first (machine, frameworks, preset, date, the measurement checks,
-then every claim with a verdict per framework, or "not applicable here" with the reason
+then every claim with a verdict per framework, or "does not apply" with the reason
 and what was measured, beside the documents' own verdict by the same rule, and how many
 decisive verdicts chance could have decided), one overview figure of every timed case
 against the document, then a section each with its headline, plot and folded tables.

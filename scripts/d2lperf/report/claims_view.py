@@ -29,6 +29,7 @@ CHECK_GROUPS = [  # the first screen's lines of the measurement check: (title, n
 VERDICT_RANK = {verdicts.FAILS: 0, verdicts.UNSURE: 1, verdicts.HOLDS: 2, verdicts.NOT_HERE: 3,
                 verdicts.NA: 3}
 DECISIVE = (verdicts.HOLDS, verdicts.FAILS)
+DOES_NOT_APPLY, NOT_MEASURED = verdicts.NOT_HERE, verdicts.NA
 # Holm's correction over each framework's claims, every look of a staged section counted
 # (d2lperf.verdicts.holm): the chance that any of one framework's decisive verdicts is
 # chance's doing is at most this.
@@ -227,11 +228,11 @@ def claim_rows(verdicts: list[Row], frameworks: list[str], claims_table: dict[st
         elif claim.form == "outputs":
             effect = str(v.get("evidence") or "")
         shown = v["verdict"]
-        if not effect and v["verdict"] == "not applicable":
+        if not effect and v["verdict"] == NOT_MEASURED:
             effect = not_run_words(run)
             # a section that failed is no claim that does not apply: say what happened
             shown = "failed" if run and run.get("status") == "failed" else shown
-        if v["verdict"] == "not applicable here":  # the reason, then what was measured
+        if v["verdict"] == DOES_NOT_APPLY:  # the reason, then what was measured
             effect = f"{v['evidence']}; measured: {effect or v.get('finding') or '–'}"
         line, more = first_screen_words(v["verdict"], claim.form, effect)
         row["by"][framework] = {"verdict": shown, "effect": effect, "line": line, "more": more,
@@ -269,7 +270,7 @@ def first_screen_words(verdict: str, form: str, effect: str) -> tuple[str, str]:
     the longer rest, folded under it, so that every verdict of every claim fits one screen.
     A claim that does not apply here folds its reason and what was measured anyway; the
     outputs claim shows its count and folds what it left uncompared."""
-    if verdict == "not applicable here":
+    if verdict == DOES_NOT_APPLY:
         return "", effect
     if form == "outputs" and "; " in effect:
         line, more = effect.split("; ", 1)
