@@ -18,10 +18,10 @@ variables SLURM gives it, and reaching the coordinator over TCP (``join``). Rank
 the rendezvous address of the framework's collectives on its own node; the coordinator
 hands it to the others.
 
-Nothing on the network can join or stall a group (docs/design.md, "Who can reach a
-group"). On one node every listening socket of a group is on loopback: the rendezvous,
-and the framework's collectives told so by ``binding`` (gloo's and NCCL's interface,
-ps-lite's address). Across a SLURM job's nodes they listen on the address the node's name
+Nothing on the network can join or stall a group (docs/design.md, "Data-parallel training
+at every scale": who can reach a group). On one node every listening socket of a group is
+on loopback: the rendezvous, and the framework's collectives told so by ``binding``
+(gloo's and NCCL's interface, ps-lite's address). Across a SLURM job's nodes they listen on the address the node's name
 resolves to, the network the nodes share, which is trusted (as PyTorch's and JAX's own
 docs assume); the coordinator there takes only callers that prove the group's key, and no
 other caller can stop it (``Coordinator``).

@@ -26,7 +26,16 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from d2lperf import blas, energy, frameworks, hostlock, progress, provenance, steadiness
+from d2lperf import (
+    blas,
+    energy,
+    frameworks,
+    hostlock,
+    progress,
+    provenance,
+    steadiness,
+    timing,
+)
 from d2lperf.arguments import (  # noqa: F401  (the section scripts' command line, from here)
     non_negative_int,
     parser,
@@ -52,6 +61,7 @@ def main(
     args = arg_parser.parse_args(argv)
     provenance.set_threads(args.threads, framework)
     progress.introduce(section, REGISTRY[framework].label)
+    timing.after_each_sample = progress.beat  # every sample tells the manager it is alive
     managed = args.process is not None  # the manager holds the lock and the probe
     lock = None if managed else hostlock.acquire(section)
     before = None if managed else steadiness.snapshot(args.probe_seconds, threads=args.threads)
