@@ -21,10 +21,10 @@ hands it to the others.
 Nothing on the network can join or stall a group (docs/design.md, "Data-parallel training
 at every scale": who can reach a group). On one node every listening socket of a group is
 on loopback: the rendezvous, and the framework's collectives told so by ``binding``
-(gloo's and NCCL's interface, ps-lite's address). Across a SLURM job's nodes they listen on the address the node's name
-resolves to, the network the nodes share, which is trusted (as PyTorch's and JAX's own
-docs assume); the coordinator there takes only callers that prove the group's key, and no
-other caller can stop it (``Coordinator``).
+(gloo's and NCCL's interface, ps-lite's address). Across a SLURM job's nodes they listen
+on the address the node's name resolves to, the network the nodes share, which is trusted
+(as PyTorch's and JAX's own docs assume); the coordinator there takes only callers that
+prove the group's key, and no other caller can stop it (``Coordinator``).
 
 No fault of a group goes unnamed or waits without end (``Group.replies``): a process
 that dies (an exception, the kernel's OOM killer) ends the section at once, naming it and
