@@ -1,4 +1,5 @@
-# Two commands matter: `make report` and `make test`. Everything else is a step of theirs.
+# Two commands matter: `make report` and `make test` (`make check`: its quick tier, after
+# every change). Everything else is a step of theirs.
 SHELL := /bin/bash
 PYTHON ?= python3
 CORES ?= 4
@@ -22,7 +23,7 @@ $(error $(PYTHON_PROBLEM))
 endif
 endif
 
-.PHONY: report test setup envs data browser blas slurm lint lock bench clean site
+.PHONY: report test check setup envs data browser blas slurm lint lock bench clean site
 .PHONY: lock-mxnet lock-torch all-envs framework-envs
 
 ## report: set everything up, run the pipeline, print where the report is
@@ -37,9 +38,19 @@ site: $(VENV)/.installed
 	$(VENV)/bin/d2lperf import --kept report/machines
 	$(VENV)/bin/d2lperf site --results results --out site
 
-## test: set up what the tests need, then run every test
+## test: set up what the tests need, then run every test (CI's command)
 test: all-envs data browser blas slurm
 	$(VENV)/bin/pytest
+
+## check: after every change, in under a minute: ruff, and every test not marked slow (those
+## that start a framework, a Snakemake run, a browser, SLURM or a timing job, or take over
+## half a second, are: tests/conftest.py), with the workflow environment alone: no root or network
+## (the environment as it is, built where missing: never a reinstall, so never the network;
+## a test that runs make gets a make of its own, not this one's)
+check: | $(VENV)/.installed
+	$(VENV)/bin/ruff check scripts tests bench
+	env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS $(VENV)/bin/pytest -m 'not slow' -q -p no:cacheprovider \
+	  --durations=10
 
 setup: envs data
 

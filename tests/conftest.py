@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -247,3 +249,111 @@ def samples_by_case(rows: list[dict[str, str]]) -> dict[str, list[float]]:
 # What a section's run record holds beyond its own options when its script ran by hand, in
 # one process: no processes, budget or band (those are the manager's, d2lperf.manager).
 SINGLE_PROCESS = {"seed": 0, "probe_seconds": 0.2}
+
+
+# --- the quick tier: `make check` runs `pytest -m "not slow"` -------------------------------
+# A test is slow when it starts a framework's interpreter, a Snakemake run, a browser, SLURM
+# or a timing job (`d2lperf measure`, a section's script), or takes over half a second on 2
+# cores (most of those start the pipeline's steps as processes), so that the rest runs in
+# under a minute. Those that start one through a fixture are marked here, by the fixtures
+# they use (directly or through another fixture); the others carry `@pytest.mark.slow` (or
+# a module's `pytestmark`) in their own file. Every test not marked slow runs with the guard
+# below, which fails it, loudly, the moment it starts one of those.
+SLOW_FIXTURES = {
+    "experiment_python", "torch_python", "jax_python",  # a framework's interpreter
+    "ci_run",  # the whole workflow at the CI preset
+    "slurm",  # SLURM's daemons (test_slurm.py)
+    "kit",  # the GPU kit, made with pip (test_gpu_check.py)
+    "workflow_copy",  # Snakemake's dry runs in a copy of the workflow (test_blas.py)
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+def _under_a_framework_environment(program: str) -> bool:
+    path = Path(program)
+    if not path.is_absolute() and os.sep not in program:
+        return False
+    path = Path(os.path.abspath(path))
+    if path in {EXPERIMENT_PYTHON, TORCH_PYTHON, JAX_PYTHON}:
+        return True
+    return any(part.startswith(".venv-") for part in path.parts)
+
+
+HEAVY_PROGRAMS = {"snakemake", "chromium", "chromium-browser", "chrome", "headless_shell",
+                  "srun", "sbatch", "salloc", "slurmctld", "slurmd", "munged"}
+
+
+def _what_is_heavy(args) -> str | None:
+    """What in a command line a quick test may not start, or None."""
+    if isinstance(args, str | bytes | os.PathLike):
+        args = os.fsdecode(args)
+        try:
+            argv = shlex.split(args)
+        except ValueError:
+            argv = args.split()
+    else:
+        argv = [os.fsdecode(a) for a in args]
+    if not argv:
+        return None
+    if _under_a_framework_environment(argv[0]):
+        return f"a framework's interpreter ({argv[0]})"
+    for k, word in enumerate(argv):
+        name = os.path.basename(word)
+        if name in HEAVY_PROGRAMS or (word == "-m" and argv[k + 1:k + 2] == ["snakemake"]):
+            return f"{name if name in HEAVY_PROGRAMS else 'snakemake'}"
+        if word == "measure" and argv[max(0, k - 1)].endswith("d2lperf"):
+            return "a timing job (d2lperf measure)"
+        if "scripts/sections/" in word or name in {"gpu_check.sh", "gpu_check_prepare.sh"}:
+            return f"a timing job or the GPU kit ({word})"
+        if "playwright" in word:
+            return "a browser (playwright)"
+    return None
+
+
+@functools.cache
+def _quick_lock() -> str:
+    """The host's timing lock of the quick tests, in a folder of the session's own."""
+    return str(Path(tempfile.mkdtemp(prefix="d2lperf-quick-tests-")) / "host.lock")
+
+
+def pytest_sessionfinish(session):
+    if _quick_lock.cache_info().currsize:
+        shutil.rmtree(Path(_quick_lock()).parent, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test not marked slow may not start what a slow one does (SLOW_FIXTURES)."""
+    if item.get_closest_marker("slow"):
+        yield
+        return
+    original = subprocess.Popen.__init__
+
+    def checked(self, args, *rest, **options):
+        heavy = _what_is_heavy(args)
+        if heavy:
+            pytest.fail(f"{item.nodeid} is not marked slow but starts {heavy}: mark it "
+                        "@pytest.mark.slow (or add its fixture to SLOW_FIXTURES in "
+                        "tests/conftest.py)", pytrace=False)
+        original(self, args, *rest, **options)
+
+    # A step a quick test starts (summarise, report, import) takes the host's timing lock
+    # shared: it would wait, for as long as it takes, for another run's timing on this host.
+    # A lock of the session's own, unless the test names one; it times nothing.
+    from d2lperf.hostlock import LOCK_VARIABLE
+
+    lock = os.environ.get(LOCK_VARIABLE)
+    if lock is None:
+        os.environ[LOCK_VARIABLE] = _quick_lock()
+    subprocess.Popen.__init__ = checked
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__ = original
+        if lock is None:
+            os.environ.pop(LOCK_VARIABLE, None)

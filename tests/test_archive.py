@@ -305,6 +305,7 @@ BAD_KEPT = ["bad name", "truncated", "symlink to a file outside", "symlink to /d
             "FIFO", "'..' member", "absolute member", "symlink member", "hardlink member"]
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("case", BAD_KEPT)
 def test_a_bad_kept_archive_is_refused_by_name_and_the_others_go_on(tmp_path, case):
     """What `make report` runs first: it must end 0 (the user's own run goes on), name the
@@ -356,6 +357,7 @@ def test_an_earlier_kept_import_under_this_machines_id_gives_it_back(tmp_path):
     assert (results_root / "this-box--kept/imported.json").exists()
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_the_derived_id_is_a_local_id_by_default(tmp_path):
     from d2lperf.machine import machine_id
 
@@ -375,6 +377,7 @@ def test_no_kept_archives_is_nothing_to_do(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_make_report_imports_the_kept_archives_before_snakemake_runs():
     dry = subprocess.run(["make", "-n", "report"], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
@@ -438,6 +441,7 @@ def test_the_configured_machine_id_is_a_local_id_too(tmp_path):
     assert import_results.local_ids(["given"], config) == ("given", "given--system-blas")
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_every_reference_machine_kept_here_imports_as_any_archive_would(tmp_path):
     """The archives the project ships in report/machines/ pass the same checks as any import
     (what `make report` runs first), each under an id of its own, each at most 3 MB."""
@@ -467,6 +471,7 @@ def archive_results(tmp_path, results: Path) -> subprocess.CompletedProcess:
         env={**os.environ, hostlock.LOCK_VARIABLE: str(tmp_path / "host.lock")})
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_huge_log_is_archived_capped_and_its_import_takes_it(tmp_path):
     """A results folder holding a 100 MB log was archived without a word, and its own
     import refused the archive: the log is archived with its head and tail, the cut said."""
@@ -490,6 +495,7 @@ def test_a_huge_log_is_archived_capped_and_its_import_takes_it(tmp_path):
     assert f"[... {cut} bytes cut here".encode() in kept
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("name, size, refusal", [
     ("hybridize/samples.csv", archive.MAX_TABLE_BYTES + 1,
      "table box/hybridize/samples.csv is {size} bytes, more than the limit of {limit} per table"),

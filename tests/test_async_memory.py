@@ -24,6 +24,7 @@ def test_rss_is_this_process():
     assert memory.rss_bytes() == pytest.approx(psutil.Process().memory_info().rss, rel=0.05)
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_peak_catches_an_allocation_freed_inside_the_region():
     with memory.PeakRSS() as tracker:
         block = bytearray(ALLOCATION)
@@ -37,6 +38,7 @@ def test_peak_catches_an_allocation_freed_inside_the_region():
     assert peak.samples > 10
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_sampling_alone_where_the_kernel_keeps_no_peak(monkeypatch, tmp_path):
     monkeypatch.setattr(memory, "CLEAR_REFS", tmp_path / "absent" / "clear_refs")
     with memory.PeakRSS() as tracker:
@@ -47,6 +49,7 @@ def test_sampling_alone_where_the_kernel_keeps_no_peak(monkeypatch, tmp_path):
     assert tracker.result.increase_mb == pytest.approx(ALLOCATION / memory.MB, abs=10)
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux's")
 def test_kernel_high_water_mark_catches_what_sampling_misses():
     if not memory.reset_high_water_mark():

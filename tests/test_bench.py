@@ -4,7 +4,11 @@ shape, never for speed)."""
 import re
 import subprocess
 
+import pytest
+
 from conftest import REPO, WORKFLOW_PYTHON
+
+pytestmark = pytest.mark.slow  # the benchmarks run the pipeline and time it
 
 
 def test_verdict_stability_prints_quiet_and_busy_runs_side_by_side():

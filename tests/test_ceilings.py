@@ -85,6 +85,7 @@ print(json.dumps({{"cases": sorted({{r["case"] for r in rec.rows if r["metric"] 
     assert "fp16" in got["kernels"]["gpu0_torch_mm_fp16_64"]
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tmp_path):
     from test_render import SUMMARY_COLUMNS, figure, run_record, tables, write_csv
 
@@ -129,6 +130,7 @@ def test_the_page_names_a_narrow_kernel_first_and_which_ceiling_a_share_is_of(tm
             "2 or 1 FMA units a core)") in page
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_the_kernels_bench_prints_stock_and_forced_kernels_beside_the_ceilings():
     import subprocess
 

@@ -42,6 +42,7 @@ def verdicts(samples, runs, band=0.05, framework="mxnet"):
                                             framework=framework)}
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_hybridize_faster_by_the_ratio_interval_against_the_band():
     runs = {"hybridize": OK}
     before = {p: [0.40, 0.41, 0.42] for p in range(4)}
@@ -366,6 +367,7 @@ def test_a_decisive_verdict_carries_the_p_value_of_the_side_it_cleared():
     assert v.verdict == "holds" and 0 <= v.p_value < 1e-4
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_holm_keeps_the_chance_of_any_wrong_decisive_verdict_in_a_run_small():
     """400 simulated runs of 10 claims each, every true ratio on the band's lower edge
     (0.95: "faster" would be wrong), with this machine's noise (tests/test_stats.py):

@@ -33,12 +33,14 @@ def test_an_unknown_step_is_refused_naming_the_allowed_ones():
     assert "summarise" in done.stderr
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_step_says_its_own_usage_under_its_command_name():
     done = run_command(WORKFLOW_PYTHON, "summarise", "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: d2lperf summarise ")
 
 
+@pytest.mark.slow  # each framework's interpreter
 @pytest.mark.parametrize("python", [WORKFLOW_PYTHON, EXPERIMENT_PYTHON, TORCH_PYTHON])
 def test_make_installs_the_package_of_this_tree_in_each_environment(tmp_path, python):
     """Outside the tree and with no PYTHONPATH, each environment imports this tree's
@@ -54,6 +56,7 @@ def test_make_installs_the_package_of_this_tree_in_each_environment(tmp_path, py
         assert command.returncode == 0 and "usage: d2lperf COMMAND" in command.stdout
 
 
+@pytest.mark.slow  # MXNet's interpreter
 def test_a_section_script_runs_by_hand_as_one_file(tmp_path):
     """As the README says: the framework's interpreter and the script's path, nothing else."""
     done = subprocess.run([str(EXPERIMENT_PYTHON),
@@ -64,6 +67,7 @@ def test_a_section_script_runs_by_hand_as_one_file(tmp_path):
     assert "--repeats" in done.stdout
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_the_system_python_chooses_mxnets_build_before_any_environment():
     """The Makefile runs `d2lperf mxnet-build` from the tree with the system's Python (no
     environment exists yet), as PYTHONPATH=scripts python3 -m d2lperf."""

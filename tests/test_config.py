@@ -77,6 +77,7 @@ def test_unknown_key_lists_the_allowed_ones():
         "seed, warmup")
 
 
+@pytest.mark.slow  # Snakemake
 @pytest.mark.parametrize("arguments, message", [
     (["--config", "preset=nope"], "unknown preset 'nope'"),
     (["--config", "colour=blue"], "unknown config key 'colour'"),
@@ -295,6 +296,7 @@ def test_baseline_may_name_a_variant_but_not_a_file_of_the_project():
         check_config(changed(["baseline_machine"], "kept-archives.json"), SCHEMA)
 
 
+@pytest.mark.slow  # Snakemake
 @pytest.mark.parametrize("setting, message", [
     ("threads=2.0", "config key threads = 2.0: must be a positive integer"),
     ("practical_band=nan", "config key practical_band = nan: must be a finite number"),

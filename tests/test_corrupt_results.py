@@ -92,6 +92,7 @@ def machine(root, name, median, ci_low, ci_high):
     return folder
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_one_machines_meaningless_interval_never_stops_the_comparison(tmp_path):
     """An interval below its median (ci_high < median) once made every later run fail
     drawing the plot; now that machine is skipped, named in the log, and the rest compared."""
@@ -126,6 +127,7 @@ def run_summarise(tmp_path, sidecar):
         env=own_lock(tmp_path))
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_summarise_says_which_file_and_ends_1(tmp_path):
     sidecar = section(tmp_path / "r", record="[]")
     done = run_summarise(tmp_path, sidecar)
@@ -289,6 +291,7 @@ def render_command(args) -> list[str]:
             "--preset", args.preset, "--out", str(args.out)]
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("text, message", [
     ('{"cpu": {"mod', "not JSON (cut short or corrupt?)"),
     ("", "not JSON (cut short or corrupt?)"),
@@ -318,6 +321,7 @@ def test_the_report_refuses_a_corrupt_machine_record_naming_file_and_field(tmp_p
     assert not args.out.exists()
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("fields, message", WRONG_FIELDS[:3])
 def test_the_report_refuses_a_corrupt_run_record_naming_file_and_field(tmp_path, fields,
                                                                       message):
@@ -334,6 +338,7 @@ def test_the_report_refuses_a_corrupt_run_record_naming_file_and_field(tmp_path,
     assert len(done.stderr.strip().splitlines()) == 1  # one paragraph
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_summarise_refuses_a_field_of_the_wrong_kind_and_ends_1(tmp_path):
     sidecar = section(tmp_path / "r", record=json.dumps(
         {"section": "hybridize", "framework": "mxnet", "status": "ok", "started": 5}))
@@ -345,6 +350,7 @@ def test_summarise_refuses_a_field_of_the_wrong_kind_and_ends_1(tmp_path):
     assert not (tmp_path / "summary.csv").exists()
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_case_its_section_does_not_plan_is_refused_by_name(tmp_path):
     """A worker wrote rows of a case whose name fits the pattern but that its section does
     not plan (no document figure, no label): summarise refuses them, naming the section,
@@ -363,6 +369,7 @@ def test_a_case_its_section_does_not_plan_is_refused_by_name(tmp_path):
     assert not (tmp_path / "summary.csv").exists()
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_every_case_the_stored_runs_hold_is_planned(tmp_path):
     """The cases of the stored and kept runs (every framework's) are all planned: the
     refusal above never meets a case a section script writes."""

@@ -82,6 +82,7 @@ def measured(folder: Path) -> tuple[str, float, int]:
     return said, float(seconds), int(peak)
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_the_sizes_are_fashion_mnists():
     """The sizes the check holds files to are those of the real files, decompressed."""
     folder = fashion_mnist()
@@ -91,6 +92,7 @@ def test_the_sizes_are_fashion_mnists():
     assert data.SIZES[TRAIN_IMAGES] == TRAIN_SIZE and set(data.SIZES) == set(data.FILES)
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_the_real_files_are_checked_in_little_time_and_memory():
     said, seconds, peak = measured(fashion_mnist())
     assert said == "accepted"
@@ -98,6 +100,7 @@ def test_the_real_files_are_checked_in_little_time_and_memory():
     assert seconds < 10, f"{seconds} s"
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_bomb_whose_trailer_matches_is_stopped_at_the_real_size(tmp_path):
     """4.3 GB of zeros in 4 MB, its trailer claiming 47,040,016 bytes (the size mod 2^32):
     only decompressing tells, and the check stops one chunk past the real size."""
@@ -112,6 +115,7 @@ def test_a_bomb_whose_trailer_matches_is_stopped_at_the_real_size(tmp_path):
     assert seconds < 10, f"{seconds} s"
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_bomb_is_refused_by_its_trailer_before_decompressing(tmp_path):
     """The deflate stream behind this trailer is garbage: a check that decompressed it
     would call it unreadable, not name the size."""
@@ -126,6 +130,7 @@ def test_a_bomb_is_refused_by_its_trailer_before_decompressing(tmp_path):
         "decompressed (mod 2^32), Fashion-MNIST's file has 47,040,016" in str(error.value)
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_file_larger_than_any_gzip_of_the_real_one_is_never_read(tmp_path):
     """A 100 GB sparse file: reading it would take minutes; its size says enough."""
     def huge(path):
@@ -139,6 +144,7 @@ def test_a_file_larger_than_any_gzip_of_the_real_one_is_never_read(tmp_path):
     assert seconds < 1, f"{seconds} s"
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_short_file_is_refused_by_its_size(tmp_path):
     """A whole gzip of the first megabyte of the real file: its trailer is honest."""
     def short(path):

@@ -74,6 +74,7 @@ def test_the_energy_counter_gives_joules_clocks_and_reasons_at_both_ends(nvml):
     json.dumps(reading)  # as a run record keeps it
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_without_the_counter_a_thread_samples_the_power_through_the_region(nvml,
                                                                           monkeypatch):
     monkeypatch.setenv("FAKE_NVML_NO_ENERGY_COUNTER", "1")

@@ -95,6 +95,7 @@ def wait_for(condition, process: subprocess.Popen, timeout: float = 120):
     return None
 
 
+@pytest.mark.slow  # Snakemake
 def test_failure_records_name_their_own_section(tmp_path):
     """Two sections crash (no MXNet in their interpreter): each record names its section."""
     work = copy_workflow(tmp_path / "wf")

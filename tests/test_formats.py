@@ -41,6 +41,7 @@ def test_the_archive_is_of_the_previous_format(old_results):
 FIELDS_FROM_WORDS = {"outputs", "notes", "needs"}
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_every_old_record_reads_in_the_current_format(old_results):
     by_design = 0
     for path in sorted(old_results.glob("*/run.json")):
@@ -157,6 +158,7 @@ def test_new_tables_carry_the_current_format(tmp_path):
         assert [row["format_version"] for row in csv.DictReader(handle)] == [str(FORMAT_VERSION)]
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_an_archive_of_the_previous_format_imports_and_is_compared(tmp_path):
     """What `make report` does with an archive kept from before format 3: import it (its
     records checked in the current format), then compare its tables with this machine's."""

@@ -8,6 +8,8 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO, copy_workflow
 from d2lperf import frameworks
 
@@ -163,12 +165,14 @@ def _planned(target: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_make_report_builds_only_the_environments_the_config_runs():
     planned = _planned("report")
     assert "python3 -m venv .venv-torch" in planned and "python3 -m venv .venv-mxnet" in planned
     assert ".venv-jax" not in planned  # the default config runs MXNet and PyTorch
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_make_test_builds_every_frameworks_environment():
     planned = _planned("test")
     for folder in frameworks.environments():

@@ -18,6 +18,8 @@ import pytest
 from conftest import CI_CONFIG, CI_MACHINE, REPO, WORKFLOW_PYTHON, copy_workflow, snakemake
 from d2lperf import data, machine
 
+pytestmark = pytest.mark.slow  # the GPU kit: pip, Snakemake, PyTorch's interpreter
+
 LIMIT = 60 * 1024 * 1024
 # What the GPU machines this project is checked on have already (their Python packages).
 MACHINE_PACKAGES = ("numpy", "pandas", "matplotlib", "scipy", "Jinja2")

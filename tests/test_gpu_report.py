@@ -198,6 +198,7 @@ def test_an_idle_end_is_not_throttled(tmp_path):
     assert "Throttled:" not in page
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_without_nvml_the_report_says_why_and_without_gpus_shows_nothing(tmp_path):
     args = gpu_tables(tmp_path)
     folder = tmp_path / section_folder("multi_gpu_gluon", "pytorch")

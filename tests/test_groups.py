@@ -24,6 +24,7 @@ def gone(group: groups.Group) -> bool:
     return not any(p.is_alive() for p in group.processes)
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_rank_killed_is_named_with_its_signal_not_the_peer_that_failed_after_it():
     """Rank 1 killed (as the OOM killer would), then rank 0 fails the way a rank whose
     collective lost its peer does: the coordinator names rank 1 and its signal."""
@@ -41,6 +42,7 @@ def test_a_rank_killed_is_named_with_its_signal_not_the_peer_that_failed_after_i
     assert gone(group)
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_rank_that_exits_is_named_with_its_exit_code():
     group = started(fail_at=99)
     try:
@@ -50,6 +52,7 @@ def test_a_rank_that_exits_is_named_with_its_exit_code():
         group.kill()
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_stopped_rank_is_named_within_seconds(monkeypatch):
     """SIGSTOP to a rank (a debugger, a ^Z): the coordinator names it as stopped, by its
     pid, long before any limit of the section's, and the group is killed."""
@@ -72,6 +75,7 @@ def test_a_stopped_rank_is_named_within_seconds(monkeypatch):
     assert gone(group)
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_group_silent_far_beyond_its_slowest_step_is_named(monkeypatch):
     """No reply in many times the slowest step seen (times the steps asked): the silent
     processes are named with the bound they passed, and the group is killed."""
@@ -120,6 +124,7 @@ def test_a_group_on_one_node_keeps_its_collectives_on_loopback():
                       "DMLC_INTERFACE": "lo", "DMLC_NODE_HOST": "127.0.0.1"})
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_rank_of_an_idle_group_that_dies_is_named_while_another_group_trains():
     """Groups are timed in turns: one killed while another trains is named at once, not
     when its own turn comes."""

@@ -8,7 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO, measure
+
+pytestmark = pytest.mark.slow  # timing jobs (d2lperf measure)
 
 SECTION = textwrap.dedent('''\
     import sys

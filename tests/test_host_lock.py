@@ -32,6 +32,8 @@ from conftest import (
 )
 from d2lperf import hostlock, progress
 
+pytestmark = pytest.mark.slow  # timing jobs and Snakemake runs, waiting on each other's locks
+
 SECTION = textwrap.dedent('''\
     import sys, time
     sys.path.insert(0, {scripts!r})

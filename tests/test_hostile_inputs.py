@@ -305,6 +305,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_hostile_archive_is_refused_and_nothing_is_written(tmp_path, kind):
     make, message = HOSTILE[kind]
@@ -342,6 +343,7 @@ def at_the_limits(out: Path) -> Path:
     return tar(out, GOOD + [(f"box/part{i}.bin", part) for i in range(count)])
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("make, outcome", [
     (lambda o: extended_header(o, 600 << 20, 600 << 20), "refused: extended header"),
     (at_the_limits, "imported"),
@@ -371,6 +373,7 @@ def test_good_archive_of_the_same_shape_is_imported(tmp_path):
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["box"]
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("new_id", ["../../x", "/tmp/elsewhere", "$(touch pwned)", "a/b", "",
                                     "x" * 300, ".hidden"])
 def test_import_as_a_bad_id_is_refused(tmp_path, new_id):
@@ -456,6 +459,7 @@ def fashion_mnist() -> Path:
         pytest.skip("no copy of Fashion-MNIST on this machine (make data)")
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_data_dir_must_hold_the_four_verified_files(tmp_path):
     with pytest.raises(ConfigError, match=r"config key data_dir = .*missing: no such folder"):
         configcheck.check_data_dir(str(tmp_path / "nowhere"))
@@ -469,6 +473,7 @@ def test_data_dir_must_hold_the_four_verified_files(tmp_path):
         configcheck.check_data_dir(str(folder))
 
 
+@pytest.mark.slow  # Snakemake
 @pytest.mark.parametrize("setting, key", [
     ("data_dir=$(touch pwned)/y", "data_dir"),
     ("threads=1000", "threads"),
@@ -486,6 +491,7 @@ def test_bad_config_stops_before_any_job(tmp_path, setting, key):
     assert not (work / "results").exists() and not (work / "pwned").exists()
 
 
+@pytest.mark.slow  # Snakemake
 def test_data_dir_that_needs_quoting_runs_nothing(tmp_path):
     """A real Fashion-MNIST folder whose name is shell syntax reaches the job as one word."""
     source = fashion_mnist()
@@ -509,6 +515,7 @@ def planned_jobs(work: Path, *config: str) -> subprocess.CompletedProcess:
                      f"experiment_python={WORKFLOW_PYTHON}")
 
 
+@pytest.mark.slow  # Snakemake
 def test_results_folder_named_as_a_command_is_refused(tmp_path):
     work = copy_workflow(tmp_path / "wf")
     hostile = work / "results" / "$(touch pwned)"
@@ -521,6 +528,7 @@ def test_results_folder_named_as_a_command_is_refused(tmp_path):
     assert "folder results/$(touch pwned)" in said and "machine id" in said
 
 
+@pytest.mark.slow  # Snakemake
 def test_staging_folder_is_never_a_machine(tmp_path):
     work = copy_workflow(tmp_path / "wf")
     staging = work / "results" / ".import-123-abc"
@@ -532,6 +540,7 @@ def test_staging_folder_is_never_a_machine(tmp_path):
     assert "compare" not in jobs_planned(done.stdout + done.stderr)
 
 
+@pytest.mark.slow  # Snakemake
 def test_run_into_an_imported_folder_is_refused(tmp_path):
     work = copy_workflow(tmp_path / "wf")
     target = import_archive(tar(tmp_path / "good.tar.gz", GOOD), work / "results", SCHEMA)

@@ -261,6 +261,7 @@ def test_the_hand_built_good_archive_is_imported(tmp_path):
     assert (target / "hybridize/samples.csv").read_bytes() == SAMPLES
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("case", sorted(HOSTILE_KEPT))
 def test_a_hostile_kept_archive_is_refused_by_name_and_the_run_goes_on(tmp_path, case):
     name, make, reason = HOSTILE_KEPT[case]
@@ -286,6 +287,7 @@ def test_a_hostile_kept_archive_is_refused_by_name_and_the_run_goes_on(tmp_path,
     assert line in again.stderr.splitlines()
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_hostile_archives_stay_small():
     """Each is a few KB to a few hundred KB on disk, as a repository would hold it."""
     sizes = {case: len(make()) for case, (_, make, _) in HOSTILE_KEPT.items()}
@@ -303,6 +305,7 @@ def dense_headers(count: int, size: int) -> bytes:
                            for i in range(count)))
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_extended_headers_are_not_kept_once_read(tmp_path):
     """250 members each behind a PAX header of 60 KB of short records (15 MB of headers in
     all, under their limit): tarfile keeps every member it has read, and each member its
@@ -319,6 +322,7 @@ def test_extended_headers_are_not_kept_once_read(tmp_path):
     assert 0 < peak < 200, f"peak {peak} MB"
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_extended_headers_are_bounded_in_all(tmp_path):
     """3,000 members each behind a PAX header of 60 KB (180 MB of headers, 440 KB gzip'd):
     refused once their headers add up past the limit, before the rest is parsed."""
@@ -369,6 +373,7 @@ def test_a_kept_archive_may_not_land_on_a_hidden_or_reserved_name():
     assert archive.check_import_id("box-2026-12-01", "its name") == "box-2026-12-01"
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_two_imports_at_once_refuse_nothing(tmp_path):
     """Two `make report`s started together: each imports or finds imported, neither
     records a refusal (5 tries, fresh results each time)."""
@@ -472,6 +477,7 @@ def test_the_yte_canary_is_real(tmp_path):
     assert canary.read_text() == "evaluated"
 
 
+@pytest.mark.slow  # Snakemake
 def test_an_imported_config_yaml_that_asks_for_yte_is_never_evaluated(tmp_path):
     """Imported, then the workflow planned over it (a dry run parses every rule file and
     loads the configuration, as `make report` does): the archive's config.yaml is only a
@@ -501,6 +507,7 @@ def kept_import_folder(results: Path, name: str, kept: bool) -> Path:
     return folder
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_record_folder_left_by_an_earlier_kept_import_is_removed(tmp_path):
     """Earlier code imported kept-archives.json.tar.gz as results/kept-archives.json/, and
     every later run failed on it (IsADirectoryError): that folder goes, the archive is
@@ -518,6 +525,7 @@ def test_a_record_folder_left_by_an_earlier_kept_import_is_removed(tmp_path):
     assert (tmp_path / "results/box-2026-12-01/imported.json").exists()
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_record_folder_made_by_someone_else_is_left_and_the_run_goes_on(tmp_path):
     """A folder the user made there is never removed: the record cannot be written, which
     is said, and the import still ends 0 with the good archive imported."""

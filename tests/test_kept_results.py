@@ -67,6 +67,7 @@ def run_killed_section(tmp: Path, folder: Path) -> subprocess.CompletedProcess:
                           timeout=300, env=env)
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_killed_section_keeps_its_earlier_samples_and_says_where(tmp_path):
     args = tables(tmp_path / "results")
     folder = tmp_path / "results" / "hybridize"
@@ -126,6 +127,7 @@ def test_a_second_failure_keeps_the_same_earlier_run(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == [KEPT_FOLDER, "run.json", "samples.csv"]
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_newer_good_run_replaces_the_kept_one(tmp_path):
     """A good run after a failure, then a failure again: the newer good run is kept."""
     folder = tmp_path / "hybridize"

@@ -167,6 +167,7 @@ def test_the_layer_check_catches_an_import_that_goes_up():
     assert going_up({"results": {"results"}}, table)  # its own layer is not below it
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_worker_imports_nothing_that_judges():
     """The section scripts (workers, in the frameworks' environments) reach only the
     measuring half: no claim, no comparison statistics, no stages, no scipy or pandas."""
@@ -189,17 +190,20 @@ def test_the_cycle_finder_finds_one():
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_no_import_cycle_in_the_library():
     cycle = find_cycle(graph())
     assert cycle is None, " -> ".join(cycle or [])
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_the_leaves_import_nothing_above_them():
     edges = graph()
     for leaf, allowed in LEAVES.items():
         assert edges[leaf] <= allowed, (leaf, sorted(edges[leaf] - allowed))
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_the_graph_sees_the_report_parts_and_their_imports():
     """The walk reads the subpackage: else the next test would pass on nothing."""
     edges = graph()
@@ -209,6 +213,7 @@ def test_the_graph_sees_the_report_parts_and_their_imports():
     assert module_name("d2lperf.claims") == "claims"
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_the_report_parts_are_the_top_of_the_library():
     """The report's parts may import any module of the library; below the commands, no
     module imports one of them back."""

@@ -5,6 +5,8 @@ complexity over 30: split it into named steps)."""
 import re
 import subprocess
 
+import pytest
+
 from conftest import REPO, WORKFLOW_PYTHON, snakemake
 
 BIN = WORKFLOW_PYTHON.parent
@@ -19,17 +21,20 @@ def test_ruff():
     assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_snakefmt():
     done = run(str(BIN / "snakefmt"), "--check", "Snakefile", "workflow/rules")
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow  # Snakemake
 def test_snakemake_lint():
     done = snakemake(REPO, "--lint")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Congratulations" in done.stdout + done.stderr
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_no_function_is_graded_e_or_f_by_radon():
     done = run(str(BIN / "radon"), "cc", "--min", "E", "--show-complexity", "scripts")
     assert done.returncode == 0, done.stderr

@@ -98,6 +98,7 @@ def make_would_install(tmp_path: Path, *make_args: str) -> tuple[str, list[str]]
     return done.stdout.strip(), (venv / "requirements.txt").read_text().split()
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("gpu", GPUS)
 def test_make_envs_installs_the_build_that_has_kernels_for_the_gpu(gpu, on_machine, tmp_path):
     name, capability, build, _ = GPUS[gpu]
@@ -121,6 +122,7 @@ def test_make_envs_installs_the_build_that_has_kernels_for_the_gpu(gpu, on_machi
     assert "numpy==1.23.5" in pins
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_failing_driver_gets_the_cpu_build_and_says_why(on_machine, tmp_path):
     on_machine("a100", fails=FAILING)
     said, pins = make_would_install(tmp_path)
@@ -147,6 +149,7 @@ def test_a_machine_with_both_kinds_gets_the_cuda_build(on_machine):
     assert why.endswith("sections skip it")
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_mxnet_build_overrides_the_choice(on_machine, tmp_path):
     on_machine("h200")
     said, pins = make_would_install(tmp_path, "MXNET_BUILD=mxnet-cu117")

@@ -19,6 +19,8 @@ import pytest
 from conftest import REPO, ctrl_c_as_in_a_terminal, wait_for
 from d2lperf import children, frameworks, hostlock, manager, progress
 
+pytestmark = pytest.mark.slow  # timing jobs, killed
+
 SECTION = textwrap.dedent('''\
     import os, sys, time
     sys.path.insert(0, {scripts!r})

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import REPO, measure
 from d2lperf import hostlock, progress, training
 
@@ -56,6 +58,7 @@ WORKER = textwrap.dedent('''\
 ''')
 
 
+@pytest.mark.slow  # a timing job
 def test_a_worker_the_manager_starts_says_its_lines_on_the_console_too(tmp_path):
     """The manager hands the console on to the worker it starts (a child gets no descriptor
     it is not given): an epoch's line reaches the console from the worker's process."""

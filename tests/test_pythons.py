@@ -74,6 +74,7 @@ def test_the_requirements_resolve_the_markers_as_pip_would():
         mxnet_build.for_python(['numpy==2.2.6; sys_platform == "linux"'], (3, 13))
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_the_makefile_installs_the_pins_as_they_are_from_wheels_with_the_shim(tmp_path):
     dry = subprocess.run(["make", "-n", "-B", f"MXVENV={tmp_path}/venv",
                           f"PYTHON={sys.executable}", f"{tmp_path}/venv/.installed"],
@@ -195,6 +196,7 @@ def test_the_installed_numpy_gets_only_what_it_lacks():
     assert sorted(json.loads(done.stdout)) == sorted(lacking)
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_the_pth_file_restores_the_names_before_mxnet_loads_and_imports_nothing_before(
         tmp_path):
     """The .pth file `mxnet-build install-shim` writes loads the shim when the interpreter

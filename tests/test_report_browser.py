@@ -11,6 +11,8 @@ import pytest
 from conftest import REPO
 from d2lperf import sections as section_table
 
+pytestmark = pytest.mark.slow  # a browser
+
 ARTIFACTS = REPO / "tests" / "artifacts"
 AXE = REPO / "tests" / ".axe" / "axe_playwright_python" / "axe.min.js"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -23,6 +23,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import REPO, WORKFLOW_PYTHON, run_command
 from d2lperf import sections
 from d2lperf.commands import render_report
@@ -91,6 +93,7 @@ def as_text(view: dict[str, Any], tmp: Path) -> str:
     return json.dumps(plain(view, str(tmp)), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_the_view_of_a_stored_run_is_unchanged(tmp_path):
     args = render_report.parser().parse_args(tables(tmp_path))
     got = as_text(render_report.view(args), tmp_path)

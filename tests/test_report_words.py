@@ -19,6 +19,8 @@ from test_report_view import tables
 
 from d2lperf.commands import render_report
 
+pytestmark = pytest.mark.slow  # a browser
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # The method's words: they belong in the folds ("How to read this table", each section's
 # "How this was measured"), not in what a reader meets first.

@@ -10,6 +10,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import (
     SNAKEMAKE,
     a_job_started,
@@ -18,6 +20,8 @@ from conftest import (
     wait_for,
 )
 from d2lperf import hostlock
+
+pytestmark = pytest.mark.slow  # Snakemake runs
 
 MACHINE = "run-lock-test"
 TARGET = f"results/{MACHINE}/machine.json"

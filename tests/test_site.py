@@ -24,6 +24,8 @@ from d2lperf import archive
 from d2lperf.archive import import_archive
 from d2lperf.report.claims_view import VERDICT_RANK
 
+pytestmark = pytest.mark.slow  # the site of every kept machine, its plots drawn again
+
 SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 KEPT = sorted((REPO / "report/machines").glob("*.tar.gz"))
 OLD_FORMAT = REPO / "tests/data/ci-old-format.tar.gz"

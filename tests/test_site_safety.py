@@ -16,6 +16,8 @@ from test_site import OLD_FORMAT, SCHEMA, build
 from conftest import REPO, WORKFLOW_PYTHON
 from d2lperf.archive import import_archive
 
+pytestmark = pytest.mark.slow  # the site, built with its plots drawn again
+
 SECRET = "SECRET-BYTES-NEVER-PUBLISHED"
 NO_LINK = "is a symbolic link, and the site follows no link it did not make"
 

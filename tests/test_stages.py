@@ -162,6 +162,7 @@ def test_an_undecided_claim_within_reach_measures_another_stage():
     assert sampler.calls == [(0, 4), (4, 4)] and record["stopped"] == stages.DECIDED
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_stopping_what_is_out_of_reach_costs_few_decisions_and_saves_processes():
     """Over 40 seeds of a short section's shape (8 processes first, room for 20): a
     small effect that the full plan decides about half the time loses at most one in
@@ -388,6 +389,7 @@ def test_a_section_with_an_a_a_check_runs_its_processes_though_no_claim_applies(
     assert sampler.calls == [(0, 4)] and record["stopped"] == stages.NOTHING
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_what_the_stages_call_decided_the_report_shows_decided():
     """The stopping rule and the report judge by the same function: over many seeds of a
     small effect near the band, every verdict the stages called decided reads the same
@@ -466,6 +468,7 @@ def run_section(tmp_path: Path, *args: str) -> dict:
     return json.loads((tmp_path / "run.json").read_text())
 
 
+@pytest.mark.slow  # a timing job
 def test_a_real_section_with_a_twofold_difference_is_decided_and_says_so(tmp_path):
     record = run_section(tmp_path, "--processes", "3", "--threads", "1",
                          "--budget-seconds", "60")
@@ -484,6 +487,7 @@ def test_a_real_section_with_a_twofold_difference_is_decided_and_says_so(tmp_pat
     assert "stopped: decided" in stages.summary_text(staging)
 
 
+@pytest.mark.slow  # a timing job
 def test_the_gate_sees_a_real_busy_core_and_measures_the_stage_again(tmp_path):
     with steadiness.busy_cores(1, seconds=120) as pids:
         window = steadiness.Window()
@@ -500,6 +504,7 @@ def test_the_gate_sees_a_real_busy_core_and_measures_the_stage_again(tmp_path):
     assert record["stages"]["history"][1]["retry"]
 
 
+@pytest.mark.slow  # over half a second on 2 cores
 def test_a_spin_ends_on_its_own_at_its_deadline():
     with steadiness.busy_cores(1, seconds=0.5) as pids:
         deadline = time.monotonic() + 30
@@ -511,6 +516,7 @@ def test_a_spin_ends_on_its_own_at_its_deadline():
         assert state == "Z"
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_waited_for_child_counts_as_the_sections_own_cpu_not_others():
     window = steadiness.Window()
     done = subprocess.run([sys.executable, "-c", "import time\nend = time.monotonic() + 1.0\n"

@@ -108,6 +108,7 @@ def test_an_estimates_interval_is_students_t_from_the_tables():
         pytest.approx(0.025, abs=1e-4)
 
 
+@pytest.mark.slow  # over a second on 2 cores
 @pytest.mark.parametrize("df", [1, 2.5, 7.3, 40, math.inf])
 def test_the_t_quantiles_and_tails_are_scipys_students_t_at_any_degrees_of_freedom(df):
     # Welch's degrees of freedom are not whole numbers; a projection adds to them
@@ -235,6 +236,7 @@ def coverage(method, trials, ratio, processes, seed, copy_effects=(0.0, 0.0)):
     return hits / trials
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_95_percent_intervals_contain_the_true_ratio_95_percent_of_the_time():
     """1000 simulated comparisons of 4-8 processes each: the t-interval on per-process
     log ratios covers the true ratio (identical work, and a 2x effect) 94-97% of the
@@ -250,6 +252,7 @@ def test_95_percent_intervals_contain_the_true_ratio_95_percent_of_the_time():
     assert coverage(bootstrap, 300, 1.0, [2, 3], seed=3) < 0.91
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_crossover_intervals_cover_with_and_without_a_copy_effect():
     """The A/A twin's copies swap labels by process parity, and one copy may run 3-6%
     apart from the other (PyTorch's did, 2026-12-03): the crossover interval covers the

@@ -43,6 +43,7 @@ def test_a_short_log_is_written_whole():
     assert out.getvalue() == b"all of it\n"
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_a_step_printing_without_end_leaves_a_capped_log(tmp_path):
     """A worker printing 200 MB in each of its two processes made a 400 MB log."""
     done = run_step(tmp_path, "import sys\nfor _ in range(400): sys.stdout.write('x' * 999 + "

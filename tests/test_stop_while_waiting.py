@@ -16,6 +16,8 @@ import pytest
 from conftest import CI_CONFIG, SNAKEMAKE, copy_workflow, crashing_python, wait_for
 from d2lperf import hostlock
 
+pytestmark = pytest.mark.slow  # Snakemake runs
+
 WAITING = "waiting for the host's timing lock"
 # A hang guard, not a stopwatch: Snakemake ending takes seconds; the hang took 14 minutes.
 ENDS_WITHIN_S = 120

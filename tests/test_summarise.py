@@ -5,6 +5,7 @@ import json
 import subprocess
 
 import pandas as pd
+import pytest
 
 from conftest import REPO, WORKFLOW_PYTHON
 from d2lperf.commands import summarise
@@ -26,6 +27,7 @@ def section(root, folder, framework, cases, outputs=None):
     return out / "run.json"
 
 
+@pytest.mark.slow  # over a second on 2 cores
 def test_two_frameworks_side_by_side(tmp_path):
     mxnet = section(tmp_path, "hybridize", "mxnet",
                     {"mlp_before_hybridize": 0.4, "mlp_before_hybridize_twin": 0.4,

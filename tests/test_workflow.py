@@ -158,6 +158,7 @@ def test_snakemake_report_zip(ci_run, experiment_python):
 CUDA_ERROR = "RuntimeError: CUDA error: no kernel image is available for execution"
 
 
+@pytest.mark.slow  # Snakemake
 def test_failed_section_is_reported_with_its_log(tmp_path):
     """A section that crashes (here: every PyTorch section) is shown as failed, with
     its log, and the pipeline still produces the report."""
