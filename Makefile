@@ -158,7 +158,7 @@ $(AXE)/.installed: envs/browser.lock.txt
 blas:
 	@scripts/install_packages.sh "the system-BLAS variant" libopenblas0-pthread
 
-## slurm: Debian's slurm-wlm and munge, for the test that runs the workflow on a one-node SLURM
+## slurm: Debian's slurm-wlm and munge, for the tests that run the workflow on a two-node SLURM
 # (no recommends: a few small packages; no slurmdbd, the test uses the plugin's squeue mode)
 slurm:
 	@scripts/install_packages.sh --no-recommends "the SLURM executor's test" slurm-wlm munge

@@ -21,9 +21,10 @@ STEPS.age_failed(
 )
 
 
-# Under a cluster executor (README: "On a SLURM cluster") only the rules that run MXNet
-# (sections, machine_info, blas_reference) are submitted; tables, plots, report, archive
-# run on the submitting host.
+# Under a cluster executor (README: "On a SLURM cluster") the rules that run on a compute
+# node are submitted: every framework's section rules (MXNet's and its PyTorch and JAX
+# twins), machine_info and blas_reference; tables, plots, report, archive run on the
+# submitting host.
 localrules:
     all,
     summarise,

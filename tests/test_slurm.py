@@ -142,7 +142,7 @@ def running(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def slurm():
-    """A running one-node SLURM: the environment its clients need. Stopped, and checked
+    """A running two-node SLURM: the environment its clients need. Stopped, and checked
     stopped, after the module's tests."""
     # Not pytest's tmp_path: munged wants every folder above its socket searchable by all.
     state = Path(tempfile.mkdtemp(prefix="d2lperf-slurm-"))
