@@ -16,6 +16,7 @@ from markupsafe import escape
 
 from conftest import REPO
 from d2lperf import claims as claims_module
+from d2lperf import results
 from d2lperf import sections as section_table
 from d2lperf.commands import render_report
 from d2lperf.labels import Labels
@@ -523,6 +524,80 @@ def test_a_training_run_the_machine_cannot_hold_is_named_with_its_reason():
             "devices": 2, "reason": "needs 2 GPUs, found 1", "needs": "gpus"}}}})
     assert line["status"] == "ok"
     assert line["text"] == "61 s, the 2-device run not run: needs 2 GPUs, found 1"
+
+
+# Two models at each device count the machine cannot hold: four runs, one reason.
+CORES = "this machine has 2 cores (one process of one thread each)"
+NOT_FITTING = {f"{model}_{n}_devices": {"devices": n, "reason": f"needs {n} devices, {CORES}"}
+               for model in ("lenet", "resnet18") for n in (4, 8)}
+
+
+def test_the_runs_a_machine_cannot_hold_are_named_once_by_their_counts():
+    """Four runs (two models at 4 and 8 devices) that did not fit: the counts once, the
+    reason once, not a phrase a run."""
+    line = sections_view.run_line({"status": "ok", "wall_seconds": 61.0, "parameters": {},
+                                   "notes": {"runs_not_run": NOT_FITTING}})
+    assert line["text"] == f"61 s, the 4- and 8-device runs not run: need 4 and 8 devices, {CORES}"
+
+
+def test_a_section_says_once_which_runs_did_not_fit_and_once_that_the_machine_was_steady(
+        args):
+    """Every framework skipped the same runs, the machine steady for each: the section
+    names the runs and the steadiness once, each framework's facts on one line."""
+    for path in args.runs:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record["section"] == "hybridize":
+            record.update(format_version=results.FORMAT_VERSION,
+                          notes={"runs_not_run": NOT_FITTING})
+            path.write_text(json.dumps(record), encoding="utf-8")
+    hybridize = section(render_report.render(args), "hybridize")
+    words = " ".join(text(hybridize).split()).replace(" ,", ",")
+    assert words.count("not run") == 1 and words.count(CORES) == 1
+    assert (f"MXNet, PyTorch: the 4- and 8-device runs not run: need 4 and 8 devices, {CORES}."
+            in words)
+    assert words.count("the machine was steady") == 1
+    assert ("MXNet: ok, 2 s, measured in 2 fresh processes, 2 threads; PyTorch: ok, 2 s, "
+            "measured in 2 fresh processes, 2 threads. For each, the machine was steady."
+            in words)
+
+
+def test_a_section_measured_nowhere_takes_one_row_of_the_overview(page):
+    """Gluon's ResNet-18 ran in no framework: one row says its figures were not measured
+    (the table under the figure lists each)."""
+    svg = re.search(r"<svg[^>]*>.*?</svg>", page, re.S).group(0)
+    assert "its 1 figure" in svg and "ResNet-18, 1 GPU" not in svg
+    table = re.search(r"The figure as a table.*?</table>", page, re.S).group(0)
+    assert "ResNet-18, 1 GPU: sec/epoch" in table
+
+
+@pytest.mark.slow  # matplotlib: about 2 s on 2 cores
+def test_a_timing_plot_has_a_bar_only_for_what_measured_each_case(tmp_path):
+    """The ceilings: each case a framework's own kernel, so one bar a case; the plot is
+    no taller than those bars, not a slot for every framework in every case."""
+    import pandas as pd
+
+    from d2lperf.commands import plots
+
+    def height(rows: list[dict]) -> float:
+        summary = pd.DataFrame(rows).assign(document_value=float("nan"))
+        samples = summary[["case", "metric", "framework"]].assign(value=summary["median"])
+        out = tmp_path / f"{len(rows)}.svg"
+        plots.timing_bars(summary, samples, "t", out, Labels([]), unit="rate")
+        return float(re.search(r'height="([\d.]+)pt"', out.read_text()).group(1))
+
+    def row(case: str, framework: str) -> dict:
+        return {"case": case, "framework": framework, "metric": "rate", "section": "ceilings",
+                "label": case, "median": 10.0, "q1": 9.0, "q3": 11.0}
+
+    frameworks = ("mxnet", "pytorch", "jax")
+    own = height([row(f"{f}_dot_{n}", f) for f in frameworks for n in range(4)])
+    shared = height([row(f"dot_{n}", f) for f in frameworks for n in range(12)])
+    # 12 cases of one bar: each the least room a case takes (its label's two lines); of
+    # three bars each, three bars' room (a slot for every framework and the document in
+    # every case made both 0.7 + 12 x 0.8 inches)
+    assert own == pytest.approx(72 * (0.7 + 12 * (plots.LEAST + plots.GAP)), abs=1)
+    assert shared == pytest.approx(72 * (0.7 + 12 * (3 * plots.BAR + plots.GAP)), abs=1)
+    assert own < shared < 72 * (0.7 + 12 * 0.8) * 0.75
 
 
 @pytest.mark.parametrize("needs, note", [

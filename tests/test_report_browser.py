@@ -22,11 +22,12 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 SECTIONS = section_table.names()
 VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
 # The report of the CI run before the report was folded (main at 8e460b3), at 1280 px with every
-# <details> closed, was 17,594 px; folded, two frameworks' report of its 8 sections stayed
-# under 5,300 px. A section adds its heading, verdicts, run lines and plot, nothing else
-# may: the page stays under 5,300 / 8 px a section (9 sections with the data-parallel one:
-# 5,963 px; it measured 5,639).
-MAX_HEIGHT = 5300 * len(SECTIONS) // 8
+# <details> closed, was 17,594 px; folded, its 8 sections stayed under 5,300 px; with a 9th
+# it grew to 5,976 px (7,625 in another run). A section adds its heading, verdicts, run lines
+# and plot, nothing else may: at most 600 px a section of the chapter the page shows, every
+# verdict and every figure the documents print still unfolded (9 sections: 5,400 px; it
+# measured 5,212).
+PER_SECTION = 600
 
 
 @pytest.fixture(scope="module")
@@ -152,13 +153,20 @@ def test_every_section_and_document_figure_has_its_place(page):
 
 
 def test_the_page_stays_short(page):
+    """At most 600 px a section of the chapter on the page, at 1280 px with every
+    <details> closed (on a phone the height is printed, not held to it)."""
     p, _, _, viewport = page
-    if viewport != "desktop":
-        pytest.skip("measured at 1280 px")
     p.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
     height = p.evaluate("document.documentElement.scrollHeight")
-    print(f"report height at 1280 px, details closed: {height} px (at most {MAX_HEIGHT})")
-    assert height <= MAX_HEIGHT
+    shown = p.evaluate("ids => ids.filter(id => document.querySelector('section#' + id)).length",
+                       SECTIONS)
+    limit = PER_SECTION * shown
+    print(f"report height at {VIEWPORTS[viewport][0]} px, details closed: {height} px for "
+          f"{shown} sections (at 1280 px at most {limit})")
+    if viewport != "desktop":
+        pytest.skip("held to its limit at 1280 px")
+    assert shown == len(SECTIONS)  # every section of the CI run has its place
+    assert height <= limit
 
 
 def test_no_serious_accessibility_violation(page):

@@ -68,10 +68,18 @@ def label_of(row: pd.Series, labels: Labels, width: int = 32) -> str:
     return "\n".join(textwrap.wrap(text, width)) or row["case"]
 
 
+# A bar's thickness, the room between cases and the least room a case takes (its label
+# wraps to two lines), in inches: a case has a bar only for what measured it (the
+# document, each framework), so a plot of cases each measured by one framework (the
+# ceilings: a framework's own kernels) is no taller than its bars.
+BAR, GAP, LEAST = 0.14, 0.12, 0.26
+
+
 def timing_bars(summary: pd.DataFrame, samples: pd.DataFrame, title: str, out: Path,
                 labels: Labels, unit: str = "seconds") -> None:
     """Per case: the document's figure (its first printed one where two documents
-    printed it) and each framework's median with IQR whiskers and raw samples."""
+    printed it) and each framework's median with IQR whiskers and raw samples, a bar
+    each for those that have one."""
     frameworks = frameworks_of(summary)
     cases = summary.dropna(subset=["median"]).drop_duplicates(subset=["case", "metric"])
     documented = summary.dropna(subset=["document_value"]).drop_duplicates(subset=["case"])
@@ -81,9 +89,12 @@ def timing_bars(summary: pd.DataFrame, samples: pd.DataFrame, title: str, out: P
         return
     document = dict(zip(documented["case"], documented["document_value"]))
     first = {c: summary[summary["case"] == c].iloc[0] for c in order}
-    bars = len(frameworks) + 1
-    height = 0.8 / bars
-    fig, ax = plt.subplots(figsize=(6.4, 0.7 + 0.2 * bars * len(order)))
+    measured = {c: [(f, mine.iloc[0]) for f in frameworks
+                    if not (mine := summary[(summary["case"] == c) & (summary["framework"] == f)
+                                            ].dropna(subset=["median"])).empty]
+                for c in order}
+    blocks = [max(BAR * ((c in document) + len(measured[c])), LEAST) + GAP for c in order]
+    fig, ax = plt.subplots(figsize=(6.4, 0.7 + sum(blocks)))
     seen: set[str] = set()
 
     def legend(name: str) -> str | None:
@@ -92,30 +103,30 @@ def timing_bars(summary: pd.DataFrame, samples: pd.DataFrame, title: str, out: P
         seen.add(name)
         return name
 
-    for i, case in enumerate(order):
-        y = len(order) - 1 - i
-        slots = [y + 0.4 - height * (k + 0.5) for k in range(bars)]
-        if case in document:
-            ax.barh(slots[0], document[case], height=height, color=DOCUMENT,
-                    label=legend("document (2019)"))
-        for k, framework in enumerate(frameworks, start=1):
-            mine = summary[(summary["case"] == case) & (summary["framework"] == framework)
-                           ].dropna(subset=["median"])
-            if mine.empty:
+    top, ticks = sum(blocks), []
+    for case, block in zip(order, blocks):
+        middle = top - block / 2
+        ticks.append(middle)
+        top -= block
+        bars = ([(None, None)] if case in document else []) + measured[case]
+        slots = [middle + BAR * ((len(bars) - 1) / 2 - k) for k in range(len(bars))]
+        for slot, (framework, row) in zip(slots, bars):
+            if framework is None:
+                ax.barh(slot, document[case], height=BAR, color=DOCUMENT,
+                        label=legend("document (2019)"))
                 continue
-            row = mine.iloc[0]
-            ax.barh(slots[k], row["median"], height=height, color=COLOURS.get(framework),
+            ax.barh(slot, row["median"], height=BAR, color=COLOURS.get(framework),
                     xerr=[[row["median"] - row["q1"]], [row["q3"] - row["median"]]],
                     capsize=2, label=legend(f"{NAMES.get(framework, framework)} here"))
             values = samples[(samples["case"] == case) & (samples["metric"] == row["metric"])
                              & (samples["framework"] == framework)]["value"]
-            ax.plot(values, [slots[k]] * len(values), "|", ms=5, color="black", alpha=0.7,
+            ax.plot(values, [slot] * len(values), "|", ms=5, color="black", alpha=0.7,
                     label=legend("raw samples"))
+    ax.set_ylim(0, sum(blocks))
     values = [v for v in [*summary["median"].dropna(), *document.values()] if v > 0]
     if values and max(values) / min(values) > 100:
         ax.set_xscale("log")  # queueing (ms) beside waiting (s): both must be readable
-    ax.set_yticks(range(len(order)), [label_of(first[c], labels) for c in order][::-1],
-                  fontsize=8)
+    ax.set_yticks(ticks, [label_of(first[c], labels) for c in order], fontsize=8)
     ax.set_xlabel(unit)
     ax.set_title(title, fontsize=10)
     ax.legend(loc="best", fontsize=7)

@@ -31,7 +31,7 @@ def marker(shape: str, cx: float, cy: float, colour: str) -> str:
     return f'<path d="M{at(cx)} {at(cy - 5)} l5 5 l-5 5 l-5 -5 z" fill="{colour}"/>'
 
 
-OVERVIEW = {"width": 960, "label": 430, "right": 20, "row": 14, "group": 21, "top": 34,
+OVERVIEW = {"width": 960, "label": 430, "right": 20, "row": 13, "group": 19, "top": 34,
             "bottom": 40}
 MARKS = {name: (f.shape, f.colour) for name, f in REGISTRY.items()}
 
@@ -101,10 +101,24 @@ def overview_svg(rows: list[Row], frameworks: list[str], titles: dict[str, Row],
         return x0 + (x1 - x0) * (math.log10(value) - math.log10(low)) / (
             math.log10(high) - math.log10(low))
 
+    # a section none of whose figures was measured here takes one row, not one a figure
+    # (the table below the figure lists each)
+    measured_in = {r["section"] for r in rows if any(r["marks"])}
+    drawn: list[Row] = []
+    for row in rows:
+        if row["section"] in measured_in:
+            drawn.append(row)
+        elif drawn and drawn[-1]["section"] == row["section"]:
+            drawn[-1]["count"] += 1
+        else:
+            drawn.append({"section": row["section"], "marks": [], "count": 1})
+    for row in drawn:
+        if "count" in row:
+            row["label"] = f"its {row['count']} figure{'s' if row['count'] != 1 else ''}"
     parts: list[str] = []
     y = g["top"]
     last = None
-    for row in rows:
+    for row in drawn:
         if row["section"] != last:
             last = row["section"]
             y += g["group"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import statistics
 
 from d2lperf import stages, steadiness
@@ -61,10 +62,46 @@ def kept_words(previous: Row | None) -> str:
             "here")
 
 
-def run_line(run: Row | None) -> Row:
+def listed(words: list[str]) -> str:
+    """``4``, ``4 and 8``, ``2, 4 and 8``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def runs_not_run_words(run: Row | None) -> list[str]:
+    """The runs of a section that did not fit this machine (``runs_not_run`` in its run
+    record), once each: the device counts that did not run, and why in one reason
+    (``the 4- and 8-device runs not run: need 4 and 8 devices, this machine has 2
+    cores``) rather than a line per model and count; a run without a device count by its
+    case's name."""
+    found = ((run or {}).get("notes") or {}).get("runs_not_run") or {}
+    by_reason: dict[str, set[int]] = {}
+    others: dict[str, None] = {}
+    for case, why in found.items():
+        devices, reason = why.get("devices"), str(why.get("reason") or "no reason given")
+        needs = re.fullmatch(r"needs (\d+) (.+)", reason, re.S)
+        if isinstance(devices, int) and needs and int(needs.group(1)) == devices:
+            by_reason.setdefault(needs.group(2), set()).add(devices)
+        elif isinstance(devices, int):
+            others[f"the {devices}-device run not run: {reason}"] = None
+        else:
+            others[f"{case} not run: {reason}"] = None
+    words = []
+    for rest, counts in by_reason.items():
+        several = len(counts) > 1 or sum(
+            1 for why in found.values() if why.get("devices") in counts) > 1
+        counts = sorted(counts)
+        which = listed([f"{n}-" for n in counts[:-1]] + [f"{counts[-1]}-device"])
+        words.append(f"the {which} run{'s' if several else ''} not run: "
+                     f"need{'' if several else 's'} {listed([str(n) for n in counts])} {rest}")
+    return words + list(others)
+
+
+def run_line(run: Row | None, shared_not_run: bool = False) -> Row:
     """One framework's status line of a section, in plain words: how it was measured and
     whether the machine was steady (``text``); the method in full, for the section's
-    folded "How this was measured" (``method``)."""
+    folded "How this was measured" (``method``). The runs that did not fit the machine
+    are named in it, unless every framework's are the same (``shared_not_run``): the
+    section names those once."""
     if run is None:
         return {"status": "missing", "text": "did not run", "flags": [], "method": ""}
     status = run.get("status", "missing")
@@ -87,9 +124,8 @@ def run_line(run: Row | None) -> Row:
     threads = (run.get("threads") or {}).get("OMP_NUM_THREADS")
     if threads:
         plain.append(f"{threads} thread{'s' if str(threads) != '1' else ''}")
-    for case, why in ((run.get("notes") or {}).get("runs_not_run") or {}).items():
-        which = f"the {why['devices']}-device run" if why.get("devices") else case
-        plain.append(f"{which} not run: {why['reason']}")
+    if not shared_not_run:
+        plain += runs_not_run_words(run)
     if run.get("stages"):  # how many stages of processes it took, and why it stopped
         method.append(stages.summary_text(run["stages"]))
     steady = run.get("steadiness")
@@ -100,10 +136,11 @@ def run_line(run: Row | None) -> Row:
                       + (f", {100 * steady['steal_share']:.1f}% of the CPU time stolen"
                          if steady.get("steal_share") is not None else ""))
         flags = steadiness.recorded_flags(steady)
-    text = ", ".join(plain)
-    if steady or run.get("stages"):
-        text += "; " + steadiness_words(run.get("stages") or {}, flags, threads)
-    return {"status": status, "text": text, "flags": flags, "method": "; ".join(method)}
+    facts = ", ".join(plain)
+    state = (steadiness_words(run.get("stages") or {}, flags, threads)
+             if steady or run.get("stages") else "")
+    return {"status": status, "text": "; ".join(filter(None, [facts, state])), "facts": facts,
+            "steadiness": state, "flags": flags, "method": "; ".join(method)}
 
 
 def steadiness_words(staging: Row, flags: list[str], threads: object = None) -> str:
@@ -179,13 +216,25 @@ def section_entry(section: str, mine: dict[str, Row], titles: dict[str, Row]) ->
     """A section's title and its runs, by the frameworks that have it (``mine``): which
     ran, which did not and why, which failed."""
     statuses = {f: (r or {}).get("status", "missing") for f, r in mine.items()}
+    # the runs that did not fit the machine, said once where every framework that ran
+    # says the same
+    ran = [f for f in mine if statuses[f] == "ok"]
+    not_fitting = {tuple(runs_not_run_words(mine[f])) for f in ran}
+    shared = list(next(iter(not_fitting))) if len(not_fitting) == 1 and len(ran) > 1 else []
+    runs = [{"framework": FRAMEWORKS.get(f, f), "run": mine[f],
+             **run_line(mine[f], shared_not_run=bool(shared))} for f in mine]
+    # every framework ran, the machine the same for each (steady, say): one line for all
+    states = {r["steadiness"] for r in runs if r["status"] == "ok" and not r["flags"]}
+    together = len(ran) == len(runs) > 1 and len(states) == 1 and "" not in states
     return {
         "section": section,
         "title": titles.get(section, {"title": section, "heading": "", "document": ""}),
         "ran": any(s in RAN for s in statuses.values()),
         "frameworks": [FRAMEWORKS.get(f, f) for f in mine],
-        "runs": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f], **run_line(mine[f])}
-                 for f in mine],
+        "runs": runs,
+        "steadiness": next(iter(states)) if together else None,
+        "runs_not_run": {"frameworks": [FRAMEWORKS.get(f, f) for f in ran], "words": shared}
+                        if shared else None,
         "not_run": not_run_lines(section, mine, statuses),
         "failed": [{"framework": FRAMEWORKS.get(f, f), "run": mine[f]}
                    for f in mine if statuses[f] == "failed"],
