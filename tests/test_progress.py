@@ -53,8 +53,10 @@ WORKER = textwrap.dedent('''\
         progress.say("epoch 1, time 3.0 sec", "lenet_1_device")
 
     if __name__ == "__main__":
-        sys.exit(harness.main("multi_gpu_scratch", "pytorch", harness.parser("toy", repeated=False),
-                              body))
+        parser = harness.parser("toy", repeated=False)
+        # a training section's record keeps the images its epochs count (the manager checks)
+        parser.add_argument("--train-limit", type=int, default=None)
+        sys.exit(harness.main("multi_gpu_scratch", "pytorch", parser, body))
 ''')
 
 
