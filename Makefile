@@ -38,9 +38,10 @@ site: $(VENV)/.installed
 	$(VENV)/bin/d2lperf import --kept report/machines
 	$(VENV)/bin/d2lperf site --results results --out site
 
-## test: set up what the tests need, then run every test (CI's command)
+## test: set up what the tests need, then run every test (CI's command; a test that runs make
+## gets a make of its own, as from a shell, not this one's)
 test: all-envs data browser blas slurm
-	$(VENV)/bin/pytest
+	env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS $(VENV)/bin/pytest
 
 ## check: after every change, in under a minute: ruff, and every test not marked slow (those
 ## that start a framework, a Snakemake run, a browser, SLURM or a timing job, or take over
