@@ -3,6 +3,7 @@ train nothing (group_stand_in): which process is named when one dies, stops or g
 silent, how soon, and that nothing is left running; the SLURM coordinator's listener,
 which no bad connection can stop. No framework is loaded."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -16,8 +17,14 @@ from group_stand_in import rank_main
 from d2lperf import groups
 
 
-def started(n: int = 2, **options) -> groups.Group:
-    return groups.Group(rank_main, n, "cpu", "lenet", options)
+@contextlib.contextmanager
+def started(n: int = 2, **options):
+    """A group of ``n`` stand-in ranks, killed however the test ends."""
+    group = groups.Group(rank_main, n, "cpu", "lenet", options)
+    try:
+        yield group
+    finally:
+        group.kill()
 
 
 def gone(group: groups.Group) -> bool:
@@ -28,14 +35,11 @@ def gone(group: groups.Group) -> bool:
 def test_a_rank_killed_is_named_with_its_signal_not_the_peer_that_failed_after_it():
     """Rank 1 killed (as the OOM killer would), then rank 0 fails the way a rank whose
     collective lost its peer does: the coordinator names rank 1 and its signal."""
-    group = started(fail_at=99)
-    try:
+    with started(fail_at=99) as group:
         os.kill(group.processes[1].pid, signal.SIGKILL)
         group.processes[1].join(10)
         with pytest.raises(RuntimeError) as error:
             group.run(99)
-    finally:
-        group.kill()
     message = str(error.value)
     assert message.startswith("process 1 of 2 was killed by SIGKILL"), message
     assert "process 0 of 2 ended with exit code 1" in message, message
@@ -44,12 +48,9 @@ def test_a_rank_killed_is_named_with_its_signal_not_the_peer_that_failed_after_i
 
 @pytest.mark.slow  # over half a second on 2 cores
 def test_a_rank_that_exits_is_named_with_its_exit_code():
-    group = started(fail_at=99)
-    try:
-        with pytest.raises(RuntimeError, match=r"^process [01] of 2 ended with exit code 1"):
-            group.run(99)
-    finally:
-        group.kill()
+    with started(fail_at=99) as group, pytest.raises(
+            RuntimeError, match=r"^process [01] of 2 ended with exit code 1"):
+        group.run(99)
 
 
 @pytest.mark.slow  # over a second on 2 cores
@@ -57,16 +58,13 @@ def test_a_stopped_rank_is_named_within_seconds(monkeypatch):
     """SIGSTOP to a rank (a debugger, a ^Z): the coordinator names it as stopped, by its
     pid, long before any limit of the section's, and the group is killed."""
     monkeypatch.setattr(groups, "STOPPED_S", 2.0)
-    group = started(step_s=0.01)
-    try:
+    with started(step_s=0.01) as group:
         group.run(1)
         os.kill(group.processes[1].pid, signal.SIGSTOP)
         begun = time.monotonic()
         with pytest.raises(RuntimeError) as error:
             group.run(1)
         waited = time.monotonic() - begun
-    finally:
-        group.kill()
     pid = group.processes[1].pid
     assert str(error.value).startswith(f"process 1 of 2 (pid {pid}) is stopped"), error.value
     assert waited < groups.STOPPED_S + 5 * groups.POLL_S
@@ -80,15 +78,12 @@ def test_a_group_silent_far_beyond_its_slowest_step_is_named(monkeypatch):
     """No reply in many times the slowest step seen (times the steps asked): the silent
     processes are named with the bound they passed, and the group is killed."""
     monkeypatch.setattr(groups, "SILENCE_FLOOR_S", 1.0)
-    group = started(step_s=0.05)
-    try:
+    with started(step_s=0.05) as group:
         group.run(1)
         os.kill(group.processes[0].pid, signal.SIGSTOP)  # rank 1 waits for nothing
         monkeypatch.setattr(groups, "STOPPED_S", 1e9)  # the stopped check aside: silence
         with pytest.raises(RuntimeError) as error:
             group.run(2)
-    finally:
-        group.kill()
     message = str(error.value)
     assert message.startswith("process 0 of 2 made no progress in"), message
     assert "10 × its slowest step" in message
@@ -128,17 +123,13 @@ def test_a_group_on_one_node_keeps_its_collectives_on_loopback():
 def test_a_rank_of_an_idle_group_that_dies_is_named_while_another_group_trains():
     """Groups are timed in turns: one killed while another trains is named at once, not
     when its own turn comes."""
-    busy, idle = started(1, step_s=0.2), started(2)
-    busy.peers = [idle]
-    try:
+    with started(1, step_s=0.2) as busy, started(2) as idle:
+        busy.peers = [idle]
         os.kill(idle.processes[1].pid, signal.SIGKILL)
         begun = time.monotonic()
         with pytest.raises(RuntimeError, match="^process 1 of 2 was killed by SIGKILL"):
             busy.run(1000)  # 200 s of steps
         assert time.monotonic() - begun < 60
-    finally:
-        busy.kill()
-        idle.kill()
 
 
 def test_on_gpus_every_groups_processes_fit_gpu_0_together():
