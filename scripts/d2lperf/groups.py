@@ -395,13 +395,19 @@ def join(script: str, function: str, coordinator: str) -> None:
 
 
 def ended_how(process: Any) -> str:
-    """How a process (or an srun step) ended, in words: by its signal or its exit code."""
+    """How a process of a group (or its srun step) ended, in words."""
     code = process.exitcode
-    if code is None:
-        return "is still running"
-    if isinstance(process, Step):
+    if isinstance(process, Step) and code is not None:
         killed = f" (a task killed by {signal_name(code - 128)})" if code > 128 else ""
         return f"ended with exit code {code}{killed}"
+    return ended(code)
+
+
+def ended(code: int | None) -> str:
+    """How a process whose exit status is ``code`` (a negative one: the signal that killed
+    it; None: none yet) ended, in words."""
+    if code is None:
+        return "is still running"
     if code < 0:
         return f"was killed by {signal_name(-code)}"
     if code == HELPER_DIED:

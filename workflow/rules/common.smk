@@ -297,8 +297,9 @@ def section_args(section, framework=DOCUMENTS):
     }
     if "processes" in PRESET[section]:  # its stages decide against the report's band
         options["band"] = config.get("practical_band", 0.05)
-    if device_kind(section, framework):
-        options["on"] = device_kind(section, framework)
+    on = device_kind(section, framework)
+    if on:
+        options["on"] = on
     if SECTION_TABLE.SECTIONS[section].data:
         options["data_dir"] = config.get("data_dir") or None
         options["data_download"] = config.get("data_download", False)

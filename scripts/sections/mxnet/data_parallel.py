@@ -65,10 +65,8 @@ def watch(helper: subprocess.Popen, role: str, me: groups.Member) -> None:
     code = helper.wait()
     if code == 0:  # its group finished: the workers' kvstores closed
         return
-    how = (f"was killed by {groups.signal_name(-code)}" if code < 0
-           else f"ended with exit code {code}")
     print(f"process {me.rank} of {me.world}: the group's ps-lite {role} (pid {helper.pid}) "
-          f"{how}; ending this process", file=sys.stderr, flush=True)
+          f"{groups.ended(code)}; ending this process", file=sys.stderr, flush=True)
     os._exit(groups.HELPER_DIED)
 
 
