@@ -284,9 +284,9 @@ def _check_process_per_device(where: str, options: Mapping[str, Any],
     largest count less than one batch. The preset has passed the schema, its lists paired."""
     counts = sorted(set(options["device_counts"]))
     batch = options["batch_size"]
-    step = batch * math.lcm(*counts)
+    step = sections.images_step(batch, counts)
     for model, images in zip(options["models"], options["images"]):
-        if any(images % (batch * n) for n in counts):
+        if images % step:
             raise ConfigError(
                 f"config key {where}.images = {options['images']!r}: {images} images of "
                 f"{model} do not split into whole steps of {batch} images (batch_size) on "

@@ -580,13 +580,13 @@ def check(args: argparse.Namespace) -> list[int]:
             "--models, --images and --learning-rates need one value per model; got "
             f"{len(args.models)}, {len(args.images)} and {len(args.learning_rates)} values")
     counts = sorted(set(args.device_counts))
+    step = sections.images_step(args.batch_size, counts)
     for model, images in zip(args.models, args.images):
-        for n in counts:
-            if images % (args.batch_size * n):
-                arguments.usage_error(
-                    f"--images {images} for {model} does not split into whole steps of "
-                    f"{args.batch_size} images on each of {n} devices: take a multiple of "
-                    f"{args.batch_size * math.lcm(*counts)}")
+        if images % step:
+            n = next(n for n in counts if images % (args.batch_size * n))
+            arguments.usage_error(
+                f"--images {images} for {model} does not split into whole steps of "
+                f"{args.batch_size} images on each of {n} devices: take a multiple of {step}")
     if args.nodes > counts[-1]:
         arguments.usage_error(
             f"--nodes {args.nodes} needs a device count of at least {args.nodes} (one process "

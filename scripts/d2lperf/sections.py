@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -348,6 +349,13 @@ def preset_schema() -> dict[str, object]:
     """The JSON schema of one preset: an entry per section, each with its options."""
     return {"type": "object", "additionalProperties": False, "required": names(),
             "properties": {name: s.options_schema() for name, s in SECTIONS.items()}}
+
+
+def images_step(batch_size: int, device_counts: Iterable[int]) -> int:
+    """What a section with a process per device needs its images per sample to be a
+    multiple of: whole steps of ``batch_size`` on every device count alike, so that a
+    sample is the same work on every machine (the config check and the worker both ask)."""
+    return batch_size * math.lcm(*device_counts)
 
 
 def device_kind(section: str, gpu_everywhere: bool, gpu_count: int,
