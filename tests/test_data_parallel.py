@@ -265,6 +265,30 @@ def test_a_task_of_an_srun_step_that_dies_ends_the_section(tmp_path, torch_pytho
                      r"with exit code \d+", stderr), stderr[-3000:]
 
 
+@pytest.mark.slow
+def test_two_sections_started_at_the_same_moment_on_one_host_both_finish(tmp_path,
+                                                                        torch_python):
+    """Two checkouts' sections started together, by hand (no host lock between them):
+    each group's rendezvous port is its own (held by its rank 0 from the moment it is
+    chosen), so neither takes the other's, and both train to the end."""
+    runs = []
+    for name in ("first", "second"):
+        out = tmp_path / name
+        out.mkdir()
+        runs.append((out, subprocess.Popen(
+            [str(torch_python), str(REPO / "scripts" / SCRIPT), *TINY, "--csv",
+             str(out / "samples.csv"), "--sidecar", str(out / "run.json")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+    try:
+        for out, run in runs:
+            _, stderr = run.communicate(timeout=600)
+            assert run.returncode == 0, stderr[-3000:]
+            assert read_run(out)["status"] == "ok"
+    finally:
+        for _, run in runs:
+            run.kill()
+
+
 def test_images_that_do_not_split_into_whole_steps_are_refused(tmp_path, torch_python):
     done = run_section(torch_python, SCRIPT, tmp_path, *TINY, "--images", "768")
     assert done.returncode == 2

@@ -4,6 +4,7 @@ silent, how soon, and that nothing is left running; the SLURM coordinator's list
 which no bad connection can stop. No framework is loaded."""
 
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -111,6 +112,25 @@ def test_the_slurm_coordinator_listens_on_the_nodes_address_and_survives_bad_cal
         silent.close()
     finally:
         coordinator.close()
+
+
+@pytest.mark.slow  # over half a second on 2 cores
+def test_the_rendezvous_port_is_held_from_before_any_process_is_told_it():
+    """No window between choosing the rendezvous port and the framework's bind: by the
+    time the coordinator hands the address to the group, rank 0 holds the port, so a
+    neighbour's bind to it fails; the framework's own listener (SO_REUSEADDR, as
+    PyTorch's TCPStore, gRPC and ZeroMQ set) still binds and listens there."""
+    with started() as group:
+        host, port = group.address.rsplit(":", 1)
+        assert host == groups.LOOPBACK
+        with socket.socket() as neighbour, pytest.raises(OSError) as taken:
+            neighbour.bind((host, int(port)))
+        assert taken.value.errno == errno.EADDRINUSE
+        with socket.socket() as framework:
+            framework.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            framework.bind((host, int(port)))
+            framework.listen()
+        group.run(1)
 
 
 def test_a_group_on_one_node_keeps_its_collectives_on_loopback():

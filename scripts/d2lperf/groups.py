@@ -4,9 +4,9 @@ The section trains a model on N devices as today's frameworks do it: one process
 device, a collective between them (PyTorch's DistributedDataParallel, JAX's
 ``jax.distributed``). This module is the part that knows no framework: the section's
 options, starting a group of N processes (``Group``: spawned, each told its rank, the
-group's size and a rendezvous address on this host), telling every process of a group to
-train a number of steps and waiting until all have (``Group.run``), and the coordinator
-that times the groups side by side (``measure``). A framework's script gives the
+group's size and the rendezvous address rank 0 holds on this host), telling every process
+of a group to train a number of steps and waiting until all have (``Group.run``), and the
+coordinator that times the groups side by side (``measure``). A framework's script gives the
 process's own code (``target``: its process group, its replica, its share of the data,
 then ``serve``) and what a device is there.
 
@@ -14,9 +14,10 @@ A group lives on this machine (its processes spawned, talking to the coordinator
 pipes), or, where the section spans several nodes (``--nodes``) inside a SLURM job, on
 the job's nodes: one ``srun`` step per group, one task per device, each task taking its
 rank, the group's size and its index on its node (its core or GPU there) from the
-variables SLURM gives it, and reaching the coordinator over TCP (``join``). Rank 0 offers
-the rendezvous address of the framework's collectives on its own node; the coordinator
-hands it to the others.
+variables SLURM gives it, and reaching the coordinator over TCP (``join``). Either way
+rank 0 offers the rendezvous address of the framework's collectives on its own node, its
+port held from the moment it is chosen (``hold_port``: no other process can take it before
+the framework binds it); the coordinator hands it to the others.
 
 Nothing on the network can join or stall a group (docs/design.md, "Data-parallel training
 at every scale": who can reach a group). On one node every listening socket of a group is
@@ -49,7 +50,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import (
     AuthenticationError,
     Client,
@@ -118,10 +119,19 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def free_port(host: str = LOOPBACK) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+def hold_port(host: str) -> socket.socket:
+    """A port for a group's rendezvous on ``host``, held from the moment it is chosen (so
+    no other process can take it between the choice and the framework's bind): a TCP
+    socket bound there, on a port the kernel picks, with SO_REUSEADDR and not listening.
+    While it is open Linux gives that port to no one else: not to a bind to port 0, not to
+    an outgoing connection, not to a bind without SO_REUSEADDR. The framework's own
+    listener binds beside it, as a socket with SO_REUSEADDR may beside one that does not
+    listen: PyTorch's TCPStore takes the socket itself (``master_listen_fd``); JAX's
+    coordinator (gRPC) and ps-lite's scheduler (ZeroMQ) set SO_REUSEADDR."""
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    held.bind((host, 0))
+    return held
 
 
 def node_address() -> str:
@@ -150,12 +160,14 @@ def interface_of(address: str) -> str | None:
 class Member:
     """Who a process is in its group: ``rank`` of ``world``, ``local`` its index among
     the group's processes on its node (which core it pins, which GPU it takes), and the
-    rendezvous ``address`` (``host:port``) of the group's collectives."""
+    rendezvous ``address`` (``host:port``) of the group's collectives; in rank 0, ``held``
+    is the socket that holds that port until the framework listens there (``hold_port``)."""
 
     rank: int
     world: int
     local: int
     address: str
+    held: socket.socket | None = field(default=None, compare=False, repr=False)
 
 
 def binding(me: Member) -> tuple[str, dict[str, str]]:
@@ -236,17 +248,28 @@ def serve(conn, train: Callable[[int], float]) -> None:
         conn.send(("done", train(steps)))
 
 
+def begin(target: Callable[..., None], rank: int, world: int, local: int, host: str,
+          job: tuple, conn) -> None:
+    """A process of a group, from its start (spawned here, or a task srun started): rank 0
+    holds a port for the group's rendezvous on ``host`` (``hold_port``) and offers it; every
+    process waits for the address its coordinator hands out (rank 0's), then runs the
+    section's ``target``."""
+    held = hold_port(host) if rank == 0 else None
+    conn.send(("offer", f"{host}:{held.getsockname()[1]}" if held else None))
+    address = conn.recv()
+    target(Member(rank, world, local, address, held), *job, conn)
+
+
 def spawn(target: Callable[..., None], n: int, job: tuple) -> tuple[list, list, list]:
     """A group on this machine: ``n`` spawned processes, each with a pipe to the
-    coordinator and the rendezvous on this host. Returns (connections, processes, the
+    coordinator, their rendezvous on loopback. Returns (connections, processes, the
     node of each rank: 0, 1, ... in the order the ranks found them; here all 0)."""
     context = multiprocessing.get_context("spawn")
-    address = f"{LOOPBACK}:{free_port()}"
     conns, processes = [], []
     for rank in range(n):
         mine, theirs = context.Pipe()
-        process = context.Process(target=target, daemon=True, name=f"rank{rank}",
-                                  args=(Member(rank, n, rank, address), *job, theirs))
+        process = context.Process(target=begin, daemon=True, name=f"rank{rank}",
+                                  args=(target, rank, n, rank, LOOPBACK, job, theirs))
         process.start()
         theirs.close()  # a process that dies closes its end: recv then fails
         conns.append(mine)
@@ -358,15 +381,14 @@ def srun(per_node: int) -> Callable[..., tuple[list, list, list]]:
                         raise ended() from None
                     continue
                 try:
-                    rank, node, offer = conn.recv()
+                    rank, node = conn.recv()
                 except EOFError:
                     raise ended() from None
-                hellos[rank] = conn, node, offer
+                hellos[rank] = conn, node
         finally:
             coordinator.close()
-        address = hellos[0][2]
-        for conn, _, _ in hellos.values():
-            conn.send((address, job))
+        for conn, _ in hellos.values():
+            conn.send(job)
         ranks = sorted(hellos)
         names = list(dict.fromkeys(hellos[r][1] for r in ranks))  # in the ranks' order
         return ([hellos[r][0] for r in ranks], [step] * n,
@@ -377,21 +399,18 @@ def srun(per_node: int) -> Callable[..., tuple[list, list, list]]:
 
 def join(script: str, function: str, coordinator: str) -> None:
     """A task srun started: its rank, the group's size and its index on its node from
-    SLURM's variables; it tells the coordinator who it is (rank 0 also offers the
-    rendezvous on its node's address), then runs the section's ``function`` as a spawned
-    process would."""
+    SLURM's variables; it tells the coordinator who it is, is given the job, then begins
+    as a spawned process does (rank 0 offering the rendezvous on its node's address)."""
     env = os.environ
     rank, world, local = (int(env[k]) for k in ("SLURM_PROCID", "SLURM_NTASKS",
                                                  "SLURM_LOCALID"))
     host, port = coordinator.rsplit(":", 1)
     conn = Client((host, int(port)), authkey=bytes.fromhex(env.pop(KEY)))
-    here = node_address()
-    offer = f"{here}:{free_port(here)}" if rank == 0 else None
-    conn.send((rank, env.get("SLURMD_NODENAME", socket.gethostname()), offer))
-    address, job = conn.recv()
+    conn.send((rank, env.get("SLURMD_NODENAME", socket.gethostname())))
+    job = conn.recv()
     path = Path(script)
     target = getattr(sections.load_script(path.parent.name, path.stem), function)
-    target(Member(rank, world, local, address), *job, conn)
+    begin(target, rank, world, local, node_address(), job, conn)
 
 
 def ended_how(process: Any) -> str:
@@ -451,7 +470,9 @@ class Group:
         started = time.perf_counter()
         self.conns, self.processes, self.nodes = start(target, n, (on, model, options))
         try:
-            self.replies()
+            self.address = self.replies()[0]  # rank 0's offer, its port held (``begin``)
+            self.send(self.address)
+            self.replies()  # every process ready
         except BaseException:
             self.kill()
             raise
@@ -542,12 +563,15 @@ class Group:
                                       (time.perf_counter() - begun) / steps)
         return [found[r] for r in range(self.n)]
 
-    def run(self, steps: int) -> None:
+    def send(self, message: Any) -> None:
         for rank, conn in enumerate(self.conns):
             try:
-                conn.send(("run", steps))
+                conn.send(message)
             except OSError:  # its end is closed: the process is gone
                 raise self.fault(rank) from None
+
+    def run(self, steps: int) -> None:
+        self.send(("run", steps))
         self.losses.append(self.replies(steps)[0])
 
     def stop(self) -> None:

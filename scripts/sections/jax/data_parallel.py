@@ -98,7 +98,9 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
                                local_device_ids=[groups.gpu_index(me)] if on == "gpu"
                                else None,
                                initialization_timeout=groups.COLLECTIVE_TIMEOUT_S,
-                               coordinator_bind_address=f"{here}:{port}")  # not [::]
+                               # not [::]; beside rank 0's hold on the port (gRPC
+                               # sets SO_REUSEADDR: groups.hold_port)
+                               coordinator_bind_address=f"{here}:{port}")
     if on == "cpu":
         gloo_on(here, collectives.get("GLOO_SOCKET_IFNAME"))
     grid = Mesh(np.array(jax.devices()), ("devices",))

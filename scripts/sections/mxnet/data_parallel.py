@@ -42,7 +42,8 @@ KVSTORE = {"cpu": "dist_sync", "gpu": "dist_sync_device"}
 def parameter_server(me: groups.Member) -> dict[str, str]:
     """The ps-lite variables of the group whose rendezvous is ``me.address``, every role
     listening on the group's address alone (loopback on one node: ``groups.binding``);
-    rank 0 starts the group's scheduler (listening there) and its one server, each ending
+    rank 0 starts the group's scheduler (listening there, beside rank 0's hold on the port:
+    ZeroMQ sets SO_REUSEADDR, ``groups.hold_port``) and its one server, each ending
     with rank 0, and watches them: where one dies (its port taken, a fault, a kill), rank
     0 says which and ends at once (``groups.HELPER_DIED``), and its coordinator ends the
     group, instead of every worker waiting for it in vain."""

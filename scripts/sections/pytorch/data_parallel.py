@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 from datetime import timedelta
 
@@ -81,7 +80,7 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     rank, world = me.rank, me.world
     if not cuda:  # a CPU device is one thread on one core (of its node)
         groups.pin(me.local)
-    here, collectives = groups.binding(me)  # gloo and NCCL on loopback (one node)
+    _, collectives = groups.binding(me)  # gloo and NCCL on loopback (one node)
     os.environ.update(collectives)
     import torch
     import torch.distributed as dist
@@ -98,11 +97,13 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
         torch.cuda.set_per_process_memory_fraction(options["gpu_memory_share"], device)
     timeout = timedelta(seconds=groups.COLLECTIVE_TIMEOUT_S)
     host, port = me.address.rsplit(":", 1)
-    # The rendezvous: rank 0's TCPStore on a socket bound to the group's address alone
-    # (by itself, TCPStore listens on every interface), the others its clients.
-    listening = socket.create_server((here, int(port))) if rank == 0 else None
+    # The rendezvous: rank 0's TCPStore on the socket that has held its port on the
+    # group's address alone (by itself, TCPStore listens on every interface), the others
+    # its clients.
+    if me.held:
+        me.held.listen()
     store = dist.TCPStore(host, int(port), world, rank == 0, timeout,
-                          master_listen_fd=listening.fileno() if listening else None)
+                          master_listen_fd=me.held.fileno() if me.held else None)
     dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank,
                             world_size=world, timeout=timeout)
     d2l.seed(options["seed"])  # the same initial replica everywhere (DDP also broadcasts)
