@@ -1,4 +1,3 @@
-import functools
 import os
 import shlex
 import signal
@@ -33,14 +32,13 @@ from d2lperf import children, hostlock
 if workflow.subprocess_exec:
     hostlock.share("a `run:` job")
 
-from d2lperf.presets import cli_args, for_framework
 from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check_threads
 from d2lperf.blas import BlasError, check_coretype, empty_variables, find_system_blas
 from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
-from d2lperf.provenance import PINNED_THREAD_VARIABLES
 from d2lperf.frameworks import DOCUMENTS, REGISTRY as FRAMEWORK
 from d2lperf.frameworks import problem as framework_problem
 from d2lperf.frameworks import rule_name
+from d2lperf import plan as PLAN
 
 try:
     check_config(
@@ -183,14 +181,20 @@ WORKFLOW_PY = "python" if USING_CONDA else sys.executable
 # is the framework's (docs/design.md, "Worker and manager").
 MANAGER_PY = sys.executable
 WORKFLOW_ENV = "../../envs/workflow.yaml"
-# The frameworks whose section scripts run, each in its own interpreter. A BLAS variant
-# swaps the documents' framework's BLAS only (LD_PRELOAD): any other's would be the stock
-# run's again, so it runs that framework alone.
-FRAMEWORKS = [
-    f
-    for f in config.get("frameworks", list(FRAMEWORK))
-    if FRAMEWORK[f].blas_variant or not VARIANT
-]
+# The facts of this machine and run the plan needs, found once per parse; the plan of
+# timing jobs is a pure function of them and the config (d2lperf.plan).
+FACTS = PLAN.Facts(
+    results=RESULTS,
+    machine=MACHINE,
+    threads=THREADS,
+    gpus=len(gpus()),
+    system_blas=SYSTEM_BLAS,
+    coretype=CORETYPE,
+    empty_blas=tuple(empty_variables()),
+)
+# The frameworks whose section scripts run, each in its own interpreter (a BLAS variant:
+# those it swaps the BLAS of, alone).
+FRAMEWORKS = PLAN.frameworks(config, FACTS)
 # Each framework's interpreter answers before any job runs (a cluster job's node was
 # checked by its submitter; conda builds the environments itself; a dry run runs none).
 if not (USING_CONDA or workflow.remote_exec or workflow.output_settings.dryrun):
@@ -202,154 +206,19 @@ if not (USING_CONDA or workflow.remote_exec or workflow.output_settings.dryrun):
 # MXNet's build where it runs).
 MACHINE_PY = INTERPRETER[FRAMEWORKS[0]]
 MACHINE_ENV = CONDA_ENV[FRAMEWORKS[0]]
-# Timing jobs take the whole of this resource, every other job one unit of it, so
-# no job ever runs beside a timing (docs/design.md, "Timing jobs run alone"; set in the
-# default profile).
-MACHINE_LOCK = 100
-
-# The chapter's sections, in the documents' order, and what each needs: one table,
-# d2lperf.sections, that the presets' schema, the plots and the report read too.
-# `sections` in the config runs some of them only (the report shows those that ran).
-SECTIONS = [s for s in SECTION_TABLE.names() if s in config.get("sections", [s])]
-# One job per section per framework that has it, in the documents' order.
-JOBS = [
-    (section, framework)
-    for section in SECTIONS
-    for framework in FRAMEWORKS
-    if SECTION_TABLE.SECTIONS[section].has(framework)
-]
-
-
-def job_folder(section, framework):
-    """Where a job's raw results go: results/<machine>/<rule name>/."""
-    return f"{RESULTS}/{rule_name(section, framework)}"
-
-
-def section_paths(section, framework=DOCUMENTS):
-    folder = job_folder(section, framework)
-    return {"csv": f"{folder}/samples.csv", "sidecar": f"{folder}/run.json"}
-
-
-def section_outputs(section, framework=DOCUMENTS):
-    """A section's raw results, flagged update(): Snakemake neither deletes them before a
-    re-run nor on Ctrl-C (it backs them up, restores them if the job fails), and the
-    scripts replace them atomically when they finish, so an interrupted re-run keeps the
-    previous results; the next run re-runs it (rerun-incomplete, in the profiles)."""
-    return {
-        key: update(path) for key, path in section_paths(section, framework).items()
-    }
-
-
+# The chapter's sections that run, in the documents' order (`sections` in the config runs
+# some of them only; the report shows those that ran), and the plan's timing jobs: one per
+# section per framework that has it (d2lperf.plan, from the table of sections,
+# d2lperf.sections, that the presets' schema, the plots and the report read too).
+SECTIONS = PLAN.section_names(config)
+TIMING_JOBS = PLAN.jobs(config, FACTS, FRAMEWORKS)
+JOBS = [(job.section, job.framework) for job in TIMING_JOBS]
 # What the aggregation rules read: every job's raw samples and run record.
-SAMPLE_TABLES = [section_paths(s, f)["csv"] for s, f in JOBS]
-RUN_RECORDS = [section_paths(s, f)["sidecar"] for s, f in JOBS]
+SAMPLE_TABLES = [job.csv for job in TIMING_JOBS]
+RUN_RECORDS = [job.sidecar for job in TIMING_JOBS]
 
 
-@functools.cache
-def gpu_count():
-    """The machine's NVIDIA GPUs (nvidia-smi), asked once per parse."""
-    return len(gpus())
-
-
-def device_kind(section, framework=DOCUMENTS):
-    """What the section's job runs on in ``framework`` (its --on), or None: the table's
-    rule (d2lperf.sections.device_kind) on this machine's GPUs and the config."""
-    return SECTION_TABLE.device_kind(
-        section,
-        FRAMEWORK[framework].gpu_everywhere,
-        gpu_count(),
-        config.get("gpu_sections_on_cpu", False),
-    )
-
-
-def section_threads(section):
-    """One OpenMP thread per engine queue on CPU contexts: the mxnet wheel's OpenBLAS
-    0.3.13 (USE_OPENMP) hangs when two queues call its multithreaded sgemm at once."""
-    entry = SECTION_TABLE.SECTIONS.get(section)
-    if entry and entry.gpus and device_kind(section) == "cpu":
-        return 1
-    return THREADS
-
-
-def timing_message(section, framework):
-    """What a timing job says on the console when it starts: what it times, that nothing
-    runs beside it, how long it may take (its budget of measuring, else the time limit its
-    cluster job asks for) and its log; its progress follows, a line per process or epoch.
-    Paths are written out, not left to Snakemake's placeholders: a message is printed,
-    never run, and machine ids hold no braces."""
-    entry = SECTION_TABLE.SECTIONS[section]
-    budget = for_framework(PRESET[section], framework).get("budget_seconds")
-    limit = (
-        f"at most {budget} s of measuring" if budget else f"under {entry.runtime} min"
-    )
-    return (
-        f"{entry.title}, {FRAMEWORK[framework].label}: timing alone on this machine, "
-        f"{limit}; log: {RESULTS}/logs/{rule_name(section, framework)}.log"
-    )
-
-
-def section_args(section, framework=DOCUMENTS):
-    """Every argument a section's script gets, all explicit, all from the config."""
-    options = {
-        "threads": section_threads(section),
-        "probe_seconds": config.get("probe_seconds", 0.2),
-        **for_framework(PRESET[section], framework),
-    }
-    if "processes" in PRESET[section]:  # its stages decide against the report's band
-        options["band"] = config.get("practical_band", 0.05)
-    on = device_kind(section, framework)
-    if on:
-        options["on"] = on
-    if SECTION_TABLE.SECTIONS[section].data:
-        options["data_dir"] = config.get("data_dir") or None
-        options["data_download"] = config.get("data_download", False)
-    if SECTION_TABLE.SECTIONS[section].exports_model:
-        options["export_dir"] = f"{job_folder(section, framework)}/model"
-    if VARIANT and SECTION_TABLE.SECTIONS[section].blas:
-        options["blas_reference"] = BLAS_REFERENCE
-    # one word each, for `{params.args:q}`
-    return cli_args(options)
-
-
-BLAS_REFERENCE = f"results/{MACHINE}/blas_reference.npz"
-
-
-def blas_inputs(section):
-    """A BLAS variant's BLAS-dependent sections first need the stock reference."""
-    if (
-        VARIANT
-        and section in SECTION_TABLE.SECTIONS
-        and SECTION_TABLE.SECTIONS[section].blas
-    ):
-        return {"blas_reference": BLAS_REFERENCE}
-    return {}
-
-
-def job_environment(section=None, framework=DOCUMENTS):
-    """The environment of every framework's job, as `env` arguments (`env {params.environment:q}`):
-    thread counts set before the process starts (a preloaded BLAS reads them when it loads,
-    before any Python runs, and Snakemake would otherwise set them to the job's `threads`),
-    the configured BLAS in place of the bundled one, and unbuffered output, so that a killed
-    job's log holds all it printed."""
-    n = section_threads(section)
-    # A BLAS variable inherited empty is dropped: OpenBLAS reads an empty kernel name as
-    # one it does not know, and some of its kernels then compute wrong.
-    unset = [word for name in EMPTY_BLAS_VARIABLES for word in ("-u", name)]
-    variables = [f"{name}={n}" for name in PINNED_THREAD_VARIABLES]
-    variables.append("PYTHONUNBUFFERED=1")
-    preload = SYSTEM_BLAS and FRAMEWORK[framework].blas_variant
-    forced = CORETYPE and FRAMEWORK[framework].blas_variant
-    return (
-        unset
-        + variables
-        + ([f"LD_PRELOAD={SYSTEM_BLAS}"] if preload else [])
-        + ([f"OPENBLAS_CORETYPE={CORETYPE}"] if forced else [])
-    )
-
-
-EMPTY_BLAS_VARIABLES = [
-    name for name in empty_variables() if name not in PINNED_THREAD_VARIABLES
-]
+BLAS_REFERENCE = FACTS.blas_reference
 
 
 def comparison_inputs(wildcards):

@@ -8,7 +8,8 @@
 # script prints goes to its log.
 
 # Under a cluster executor each job asks for the GPUs the table of sections gives it, unless
-# config key cluster_gpus is false (a cluster without GPUs): then no job asks for any.
+# config key cluster_gpus is false (a cluster without GPUs): then no job asks for any (the
+# timing jobs' resources: d2lperf.plan).
 CLUSTER_GPUS = config.get("cluster_gpus", True)
 
 
@@ -28,7 +29,7 @@ rule machine_info:
     params:
         py=MACHINE_PY,
         machine=RESULTS_ID,
-        environment=job_environment(),
+        environment=PLAN.environment(config, FACTS),
     message:
         "Recording this machine (CPU, memory, GPUs, software)"
     shell:
@@ -55,49 +56,43 @@ rule blas_reference:
         "{params.py:q} -m d2lperf blas-reference --out {output:q} > {log:q} 2>&1"
 
 
-for section, framework in JOBS:
+for job in TIMING_JOBS:
 
     rule:
         name:
-            rule_name(section, framework)
+            job.rule
         input:
-            unpack(
-                lambda wildcards, section=section, framework=framework: (
-                    blas_inputs(section) if FRAMEWORK[framework].blas_variant else {}
-                )
-            ),
-            script=f"scripts/sections/{framework}/{section}.py",
+            **({"blas_reference": BLAS_REFERENCE} if job.needs_blas_reference else {}),
+            script=job.script,
         output:
-            **section_outputs(section, framework),
+            # update(): Snakemake neither deletes them before a re-run nor on Ctrl-C (it
+            # backs them up, restores them if the job fails), and the scripts replace them
+            # atomically when they finish, so an interrupted re-run keeps the previous
+            # results; the next run re-runs it (rerun-incomplete, in the profiles).
+            csv=update(job.csv),
+            sidecar=update(job.sidecar),
         log:
-            f"{RESULTS}/logs/{rule_name(section, framework)}.log",
+            job.log,
         benchmark:
-            f"{RESULTS}/benchmarks/{rule_name(section, framework)}.tsv"
+            job.benchmark
         conda:
-            CONDA_ENV[framework]
+            CONDA_ENV[job.framework]
         # The whole machine lock (local runs); under SLURM, the section's own request
         # (d2lperf.sections): its nodes exclusively, its GPUs, time and memory.
         resources:
-            **SECTION_TABLE.slurm_resources(
-                section,
-                FRAMEWORK[framework].gpu_everywhere,
-                config["threads"],
-                for_framework(PRESET[section], framework),
-                cluster_gpus=CLUSTER_GPUS,
-            ),
-            machine_lock=MACHINE_LOCK,
+            **job.resources,
         params:
-            # Bound here, while the loop is at this section: the shell line below is
+            # Bound here, while the loop is at this job: the shell line below is
             # formatted when the job runs, long after the loop has ended.
-            section=section,
-            framework=framework,
-            py=INTERPRETER[framework],
-            args=section_args(section, framework),
-            environment=job_environment(section, framework),
+            section=job.section,
+            framework=job.framework,
+            py=INTERPRETER[job.framework],
+            args=job.args,
+            environment=job.environment,
             workflow_py=WORKFLOW_PY,
             manager_py=MANAGER_PY,
         message:
-            timing_message(section, framework)
+            job.message
         # A failed script still leaves a run record the report shows, with its log; an
         # interrupted one (Ctrl-C, SIGTERM) fails the job and keeps the previous results.
         # The log is capped (d2lperf.logcap: head and tail kept, the cut said); Snakemake's
