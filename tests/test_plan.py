@@ -128,3 +128,29 @@ def test_the_plan_starts_nothing(monkeypatch):
 
     monkeypatch.setattr(subprocess, "Popen", refused)
     assert plan.jobs(config(frameworks=list(REGISTRY)), EIGHT_GPUS)
+
+
+def test_d2lperf_plan_says_the_jobs_in_words_starting_none(capsys):
+    """`d2lperf plan`: the jobs the workflow would make rules of, on this machine, with
+    every argument; here in-process (a framework or Snakemake started would fail the test:
+    tests/conftest.py)."""
+    from d2lperf import cli
+
+    assert cli.main(["plan", "--config", "preset=ci", "frameworks=[mxnet,jax]",
+                     "sections=[hybridize,data_parallel]"]) == 0
+    out = capsys.readouterr().out
+    first, *rest = out.splitlines()
+    assert first.startswith("4 timing jobs on ") and "one at a time" in first
+    assert "- hybridize: " in out and "- data_parallel_jax: " in out
+    assert "    scripts/sections/jax/data_parallel.py --threads " in out
+    assert "--device-counts 1 2" in out  # the ci preset's
+    assert "with OMP_NUM_THREADS=" in out
+
+
+def test_d2lperf_plan_names_a_wrong_config_key(capsys):
+    from d2lperf import cli
+
+    assert cli.main(["plan", "--config", "frameworks=[mxnet,tensorflow]"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("d2lperf plan: invalid configuration:")
+    assert "frameworks" in err and "tensorflow" in err

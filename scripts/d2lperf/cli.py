@@ -31,6 +31,8 @@ COMMANDS: dict[str, Command] = {
                             "record this machine (CPU, memory, GPUs, software): machine.json"),
     "blas-reference": Command("d2lperf.commands.blas_reference",
                               "the float64 product a variant BLAS is checked against"),
+    "plan": Command("d2lperf.commands.plan",
+                    "the timing jobs a run would start here, in words, starting none"),
     "measure": Command("d2lperf.manager",
                        "measure one section: its script in fresh processes, judged"),
     "record-failure": Command("d2lperf.commands.record_failure",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from d2lperf import sections
+from d2lperf.blas import check_coretype, empty_variables, find_system_blas
 from d2lperf.frameworks import DOCUMENTS, REGISTRY, rule_name
 from d2lperf.presets import cli_args, for_framework
 from d2lperf.provenance import PINNED_THREAD_VARIABLES
@@ -73,6 +74,25 @@ class Job:
     log: str
     benchmark: str
     needs_blas_reference: bool
+
+
+def facts(config: Mapping[str, Any], *, machine: str, cores: int, gpus: int,
+          environ: Mapping[str, str] | None = None) -> Facts:
+    """The facts of a run on this machine, from the config (checked) and what the
+    workflow found once: the machine's id, the cores this process may use, its GPUs.
+    A system BLAS (``blas: system``: the configured library or the system's OpenBLAS,
+    BlasError where none is usable) or a forced kernel (``blas_coretype``) makes a variant
+    of the machine's results, in a folder of its own beside the stock one, which the report
+    compares with it (docs/design.md, "Ceilings and BLAS")."""
+    system_blas = (str(find_system_blas(config.get("system_blas_path", "")))
+                   if config.get("blas", "bundled") == "system" else "")
+    coretype = check_coretype(config.get("blas_coretype", ""))
+    results = (f"results/{machine}" + ("--system-blas" if system_blas else "")
+               + (f"--{coretype.lower()}-kernel" if coretype else ""))
+    return Facts(results=results, machine=machine,
+                 threads=cores if config["threads"] == "auto" else config["threads"],
+                 gpus=gpus, system_blas=system_blas, coretype=coretype,
+                 empty_blas=tuple(empty_variables(None if environ is None else dict(environ))))
 
 
 def frameworks(config: Mapping[str, Any], facts: Facts) -> list[str]:
@@ -152,17 +172,22 @@ def environment(config: Mapping[str, Any], facts: Facts, section: str | None = N
     return unset + variables
 
 
-def message(config: Mapping[str, Any], facts: Facts, section: str, framework: str) -> str:
-    """What a timing job says on the console when it starts: what it times, that nothing
-    runs beside it, how long it may take (its budget of measuring, else the time limit
-    its cluster job asks for) and its log. Paths are written out: a message is printed,
-    never run."""
-    entry = sections.SECTIONS[section]
+def limit(config: Mapping[str, Any], section: str, framework: str) -> str:
+    """How long a timing job may take, in words: its budget of measuring, else the time
+    limit its cluster job asks for."""
     preset = config["presets"][config["preset"]][section]
     budget = for_framework(preset, framework).get("budget_seconds")
-    limit = f"at most {budget} s of measuring" if budget else f"under {entry.runtime} min"
-    return (f"{entry.title}, {REGISTRY[framework].label}: timing alone on this machine, "
-            f"{limit}; log: {facts.results}/logs/{rule_name(section, framework)}.log")
+    return (f"at most {budget} s of measuring" if budget
+            else f"under {sections.SECTIONS[section].runtime} min")
+
+
+def message(config: Mapping[str, Any], facts: Facts, section: str, framework: str) -> str:
+    """What a timing job says on the console when it starts: what it times, that nothing
+    runs beside it, how long it may take and its log. Paths are written out: a message is
+    printed, never run."""
+    return (f"{sections.SECTIONS[section].title}, {REGISTRY[framework].label}: timing alone "
+            f"on this machine, {limit(config, section, framework)}; log: "
+            f"{facts.results}/logs/{rule_name(section, framework)}.log")
 
 
 def jobs(config: Mapping[str, Any], facts: Facts,

@@ -33,7 +33,7 @@ if workflow.subprocess_exec:
     hostlock.share("a `run:` job")
 
 from d2lperf.configcheck import ConfigError, check_config, check_data_dir, check_threads
-from d2lperf.blas import BlasError, check_coretype, empty_variables, find_system_blas
+from d2lperf.blas import BlasError
 from d2lperf.machine import MachineIdError, check_machine_id, gpus, machine_id
 from d2lperf.frameworks import DOCUMENTS, REGISTRY as FRAMEWORK
 from d2lperf.frameworks import problem as framework_problem
@@ -64,26 +64,28 @@ except MachineIdError as error:
     raise WorkflowError(
         f"Invalid configuration:\n{error}; set config key machine to one"
     ) from None
-# A non-default BLAS makes a variant of this machine's results, in a folder of its own
-# that the report compares with the stock one (docs/design.md, "Ceilings and BLAS").
-if config.get("blas", "bundled") == "system":
+# "auto": one thread per core this process may run on; all of them on a workstation,
+# the job's own (cpus_per_task) inside a SLURM job step, which is pinned to them.
+AVAILABLE_CORES = (
+    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+)
+# Refused, not capped: a timing with more threads than cores measures something else.
+# A cluster submitter's own cores say nothing of the nodes': each job checks its own.
+if workflow.local_exec or workflow.remote_exec:
     try:
-        SYSTEM_BLAS = str(find_system_blas(config.get("system_blas_path", "")))
-    except BlasError as error:
+        check_threads(config["threads"], AVAILABLE_CORES)
+    except ConfigError as error:
         raise WorkflowError(f"Invalid configuration:\n{error}") from None
-    RESULTS = f"results/{MACHINE}--system-blas"
-else:
-    SYSTEM_BLAS = ""
-    RESULTS = f"results/{MACHINE}"
-# A forced OpenBLAS kernel (OPENBLAS_CORETYPE) under MXNet's dot, its own or the system
-# one: another variant, in a folder of its own beside the stock kernel's.
+# The facts of this machine and run the plan needs, found once per parse (the plan of
+# timing jobs is a pure function of them and the config: d2lperf.plan): among them the
+# run's results folder, a BLAS variant's (a system BLAS, a forced OpenBLAS kernel) beside
+# the stock one.
 try:
-    CORETYPE = check_coretype(config.get("blas_coretype", ""))
+    FACTS = PLAN.facts(config, machine=MACHINE, cores=AVAILABLE_CORES, gpus=len(gpus()))
 except BlasError as error:
     raise WorkflowError(f"Invalid configuration:\n{error}") from None
-if CORETYPE:
-    RESULTS += f"--{CORETYPE.lower()}-kernel"
-VARIANT = bool(SYSTEM_BLAS or CORETYPE)
+RESULTS, THREADS = FACTS.results, FACTS.threads
+SYSTEM_BLAS, CORETYPE, VARIANT = FACTS.system_blas, FACTS.coretype, FACTS.variant
 RESULTS_ID = os.path.basename(RESULTS)
 # Imported results are another machine's: never re-run, never mixed with this one's
 # (nor written into by a BLAS variant's reference run, which goes to results/<machine>).
@@ -145,20 +147,6 @@ if BASELINE not in [RESULTS_ID, *OTHER_MACHINES]:
         f"Invalid configuration:\nconfig key baseline_machine = {BASELINE!r}: no results of "
         f"that machine; allowed: {', '.join([RESULTS_ID, *OTHER_MACHINES])}"
     )
-PRESET = config["presets"][config["preset"]]
-# "auto": one thread per core this process may run on; all of them on a workstation,
-# the job's own (cpus_per_task) inside a SLURM job step, which is pinned to them.
-AVAILABLE_CORES = (
-    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-)
-# Refused, not capped: a timing with more threads than cores measures something else.
-# A cluster submitter's own cores say nothing of the nodes': each job checks its own.
-if workflow.local_exec or workflow.remote_exec:
-    try:
-        check_threads(config["threads"], AVAILABLE_CORES)
-    except ConfigError as error:
-        raise WorkflowError(f"Invalid configuration:\n{error}") from None
-THREADS = AVAILABLE_CORES if config["threads"] == "auto" else config["threads"]
 # Each framework's interpreter (the config key the framework registry names for it), and
 # the workflow environment's (this one). Under --sdm conda each rule's conda environment
 # provides `python` instead.
@@ -181,17 +169,6 @@ WORKFLOW_PY = "python" if USING_CONDA else sys.executable
 # is the framework's (docs/design.md, "Worker and manager").
 MANAGER_PY = sys.executable
 WORKFLOW_ENV = "../../envs/workflow.yaml"
-# The facts of this machine and run the plan needs, found once per parse; the plan of
-# timing jobs is a pure function of them and the config (d2lperf.plan).
-FACTS = PLAN.Facts(
-    results=RESULTS,
-    machine=MACHINE,
-    threads=THREADS,
-    gpus=len(gpus()),
-    system_blas=SYSTEM_BLAS,
-    coretype=CORETYPE,
-    empty_blas=tuple(empty_variables()),
-)
 # The frameworks whose section scripts run, each in its own interpreter (a BLAS variant:
 # those it swaps the BLAS of, alone).
 FRAMEWORKS = PLAN.frameworks(config, FACTS)
