@@ -172,9 +172,16 @@ WORKFLOW_ENV = "../../envs/workflow.yaml"
 # The frameworks whose section scripts run, each in its own interpreter (a BLAS variant:
 # those it swaps the BLAS of, alone).
 FRAMEWORKS = PLAN.frameworks(config, FACTS)
-# Each framework's interpreter answers before any job runs (a cluster job's node was
-# checked by its submitter; conda builds the environments itself; a dry run runs none).
-if not (USING_CONDA or workflow.remote_exec or workflow.output_settings.dryrun):
+# Each framework's interpreter answers before any job runs: once per run (a job in a
+# process of its own, a `run:` rule's, reads this file again, but its run asked already;
+# a cluster job's node was checked by its submitter; conda builds the environments
+# itself; a dry run runs none, so it starts no framework's interpreter).
+if not (
+    USING_CONDA
+    or workflow.remote_exec
+    or workflow.subprocess_exec
+    or workflow.output_settings.dryrun
+):
     for framework in FRAMEWORKS:
         wrong = framework_problem(framework, INTERPRETER[framework])
         if wrong:
