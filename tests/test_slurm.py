@@ -353,11 +353,16 @@ def test_a_cluster_without_gpus_is_one_setting():
     assert sections.slurm_resources("multi_gpu_gluon", False, "auto") == asked_for(
         "multi_gpu_gluon")  # the default is a cluster with GPUs
 
-    # every rule's resources go through the setting: none reads the table around it
+    # every rule's resources go through the setting: none reads the table around it (the
+    # timing jobs' through the plan, which reads the same key)
     rules = "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
     rules += (REPO / "Snakefile").read_text()
-    assert rules.count("resources:") == rules.count("cluster_gpus=CLUSTER_GPUS") == 3
+    assert rules.count("resources:") == 3
+    assert rules.count("cluster_gpus=CLUSTER_GPUS") == 2
+    assert rules.count("**job.resources") == 1
     assert 'CLUSTER_GPUS = config.get("cluster_gpus", True)' in rules
+    assert 'cluster_gpus = config.get("cluster_gpus", True)' in (
+        REPO / "scripts/d2lperf/plan.py").read_text()
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     schema = REPO / "workflow/schemas/config.schema.yaml"

@@ -9,7 +9,7 @@
 
 # Under a cluster executor each job asks for the GPUs the table of sections gives it, unless
 # config key cluster_gpus is false (a cluster without GPUs): then no job asks for any (the
-# timing jobs' resources: d2lperf.plan).
+# timing jobs' requests come from d2lperf.plan, which reads the same key).
 CLUSTER_GPUS = config.get("cluster_gpus", True)
 
 
