@@ -117,9 +117,11 @@ def a_job_started(output: str) -> bool:
 
 def run_script(python: Path, script: str, *args: str, timeout: int = 600,
                env: dict[str, str] | None = None):
-    """A section's script (``sections/<framework>/<name>.py``, under scripts/) run by hand."""
+    """A section's script (``sections/<name>/<framework>.py``, under scripts/) run by hand,
+    as docs/design.md says to: ``python -P`` (its folder's mxnet.py and jax.py are not the
+    frameworks)."""
     return subprocess.run(
-        [str(python), str(REPO / "scripts" / script), *args],
+        [str(python), "-P", str(REPO / "scripts" / script), *args],
         capture_output=True, text=True, timeout=timeout, env=env,
     )
 
@@ -213,10 +215,10 @@ def measure(python: Path, script: Path | str, *args: str, section: str | None = 
     """A section measured as its rule measures it: the manager (`d2lperf measure`, in this,
     the workflow's interpreter) running the worker ``script`` (under scripts/, or a path)
     with ``python``; its section and framework from the script's path
-    (``sections/<framework>/<section>.py``) unless given."""
+    (``sections/<section>/<framework>.py``) unless given."""
     path = Path(script) if Path(script).is_absolute() else REPO / "scripts" / script
     command = [sys.executable, "-m", "d2lperf", "measure",
-               "--section", section or path.stem, "--framework", framework or path.parent.name,
+               "--section", section or path.parent.name, "--framework", framework or path.stem,
                "--python", str(python), "--script", str(path), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
                           **popen)

@@ -1,12 +1,12 @@
 """Adding a section from outside, the way docs/design.md's recipe says.
 
-In a copy of the tree the test writes a small section in both frameworks (one sum over a
-vector against adding its elements one by one, with the claim that the sum is faster),
-registers it in the table of sections and in both presets, and runs the CI preset. The
-other sections' results are copied in from the shared CI run, so only the new section
-and the steps after it run. The section, its figure and both frameworks' verdicts must
-then be in the report, and the files touched besides the two scripts must be the table
-of sections and the config: the recipe's promise, counted.
+In a copy of the tree the test writes a small section as one new folder (its declaration
+and its script in both frameworks: one sum over a vector against adding its elements one
+by one, with the claim that the sum is faster), adds it to both presets and labels its
+cases, and runs the CI preset. The other sections' results are copied in from the shared
+CI run, so only the new section and the steps after it run. The section, its figure and
+both frameworks' verdicts must then be in the report, and the files touched besides the
+folder must be the config and the labels: the recipe's promise, counted.
 """
 
 from __future__ import annotations
@@ -75,18 +75,24 @@ MAKE = {
                 '    device_options.add_argument(parser, default="cpu")\n'),
 }
 
-ENTRY = f'''    Section(
-        "{NAME}",
-        title="Vector sums (a section added from outside)",
-        plot_title="One sum against adding one by one",
-        options={{"size": SIZE, **REPEATED}},
-        required=("size", *REPEATED_REQUIRED),
-        document_options=(("--size", 1000, "elements of the vector"),),
-        claims=(SpeedClaim("{CLAIM}",
-                           "one sum over a vector is faster than adding its elements one "
-                           "by one", "one sum beats adding one by one",
-                           faster="sum_at_once", slower="sum_one_by_one"),),
-    ),
+DECLARATION = f'''"""The section: vector sums (a section added from outside)."""
+
+from __future__ import annotations
+
+from d2lperf.sections import REPEATED, REPEATED_REQUIRED, SIZE, Section, SpeedClaim
+
+SECTION = Section(
+    order=10,
+    title="Vector sums (a section added from outside)",
+    plot_title="One sum against adding one by one",
+    options={{"size": SIZE, **REPEATED}},
+    required=("size", *REPEATED_REQUIRED),
+    document_options=(("--size", 1000, "elements of the vector"),),
+    claims=(SpeedClaim("{CLAIM}",
+                       "one sum over a vector is faster than adding its elements one "
+                       "by one", "one sum beats adding one by one",
+                       faster="sum_at_once", slower="sum_one_by_one"),),
+)
 '''
 # the documents' preset runs the document's size (the tree's own test holds it to that)
 PRESET_ENTRY = {preset: (f"    {NAME}:\n      size: {size}\n      warmup: 1\n      repeats: 3\n"
@@ -95,11 +101,8 @@ PRESET_ENTRY = {preset: (f"    {NAME}:\n      size: {size}\n      warmup: 1\n   
 
 
 def register(work: Path) -> None:
-    """Step 2 and 3 of the recipe: the table's entry, last, and an entry in each preset."""
-    table = work / "scripts/d2lperf/sections.py"
-    text = table.read_text(encoding="utf-8")
-    end = text.index("\n]}\n")  # the end of SECTIONS
-    table.write_text(text[:end + 1] + ENTRY + text[end + 1:], encoding="utf-8")
+    """Step 2 and 3 of the recipe: its declaration, last, and an entry in each preset."""
+    (work / "scripts/sections" / NAME / "section.py").write_text(DECLARATION, encoding="utf-8")
     config = work / "config/config.yaml"
     lines = config.read_text(encoding="utf-8").splitlines(keepends=True)
     presets = [i for i, line in enumerate(lines) if line.rstrip() in ("  documents:", "  ci:")]
@@ -142,17 +145,18 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
     work = copy_workflow(tmp_path / "wf")
     # the other sections' results, copied now, so newer than their scripts: not re-run
     shutil.copytree(results, work / "results" / CI_MACHINE, copy_function=shutil.copy)
+    (work / "scripts/sections" / NAME).mkdir()
     for framework, (module, make, options) in MAKE.items():
-        script = work / "scripts/sections" / framework / f"{NAME}.py"
+        script = work / "scripts/sections" / NAME / f"{framework}.py"
         devices = "from d2lperf import devices as device_options\n" if options else ""
         script.write_text(SCRIPT.format(framework=framework, module=module, name=NAME,
                                         make=make, options=options, devices=devices),
                           encoding="utf-8")
     register(work)
     assert touched(work) == ["config/config.yaml", "report/labels.csv",
-                             "scripts/d2lperf/sections.py",
-                             f"scripts/sections/mxnet/{NAME}.py",
-                             f"scripts/sections/pytorch/{NAME}.py"]
+                             f"scripts/sections/{NAME}/mxnet.py",
+                             f"scripts/sections/{NAME}/pytorch.py",
+                             f"scripts/sections/{NAME}/section.py"]
     # what the tree's own tests check of every section holds for this one: the table and
     # the presets, which frameworks have it, the layers, ruff
     checks_pass(work, "tests/test_sections.py", "tests/test_layers.py",

@@ -15,7 +15,7 @@ CASES = ["dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read"
 @pytest.fixture(scope="module")
 def async_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("async_computation")
-    done = run_section(experiment_python, "sections/mxnet/async_computation.py", out,
+    done = run_section(experiment_python, "sections/async_computation/mxnet.py", out,
                        "--size", "500",
                        "--loop-iterations", "20", "--warmup", "1", "--repeats", "3",
                        "--threads", "1")
@@ -65,7 +65,7 @@ def test_run_record_says_how_it_ran(async_run):
 
 
 def test_rejects_zero_size(experiment_python):
-    done = run_script(experiment_python, "sections/mxnet/async_computation.py", "--size", "0",
+    done = run_script(experiment_python, "sections/async_computation/mxnet.py", "--size", "0",
                       "--csv", "x", "--sidecar", "y")
     assert done.returncode == 2
     assert "--size: must be a positive integer, got 0" in done.stderr

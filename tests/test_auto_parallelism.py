@@ -26,7 +26,7 @@ TIMEOUT = 120
 
 
 def run(python, out, *args):
-    return run_section(python, "sections/mxnet/auto_parallelism.py", out, *args, timeout=TIMEOUT)
+    return run_section(python, "sections/auto_parallelism/mxnet.py", out, *args, timeout=TIMEOUT)
 
 
 rows = read_rows
@@ -86,7 +86,7 @@ def test_the_progress_lines_are_the_same_when_the_section_waited_for_the_lock(
         with open(stderr, "w") as errors:
             section = subprocess.Popen(
                 [str(experiment_python),
-                 str(REPO / "scripts/sections/mxnet/auto_parallelism.py"), *SMALL, "--on",
+                 str(REPO / "scripts/sections/auto_parallelism/mxnet.py"), *SMALL, "--on",
                  "cpu", "--threads", "1", "--csv", str(tmp_path / "samples.csv"),
                  "--sidecar", str(tmp_path / "run.json")],
                 stdout=subprocess.PIPE, stderr=errors, text=True,

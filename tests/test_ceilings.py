@@ -59,9 +59,10 @@ def test_the_gpu_ceiling_paths_run_on_a_cpu_stand_in(tmp_path, torch_python):
     any device: here the CPU stands in for a GPU."""
     program = f"""
 import argparse, json, sys
-sys.path[:0] = [{str(REPO / 'scripts')!r}, {str(REPO / 'scripts/sections/pytorch')!r}]
+sys.path[:0] = [{str(REPO / 'scripts')!r}]
 import torch
-import ceilings
+from d2lperf.sections import load_script
+ceilings = load_script("pytorch", "ceilings")
 from d2lperf.results import Recorder
 rec = Recorder("ceilings", "pytorch", 0)
 args = argparse.Namespace(dot_sizes=[64], copy_mb=1, warmup=1, repeats=2)
@@ -169,8 +170,9 @@ def test_a_forced_kernel_variant_that_ran_is_set_against_this_runs_dot(tmp_path)
 
 CEILINGS_BODY = """
 import argparse, json, sys
-sys.path[:0] = [{scripts!r}, {sections!r}]
-import ceilings
+sys.path[:0] = [{scripts!r}]
+from d2lperf.sections import load_script
+ceilings = load_script({framework!r}, "ceilings")
 from d2lperf.results import Recorder
 rec = Recorder("ceilings", {framework!r}, 0)
 args = argparse.Namespace(dot_sizes=[64], copy_mb=1, warmup=1, repeats=2)
@@ -184,7 +186,6 @@ def ceilings_run(python, framework: str, call: str) -> dict:
     import subprocess
 
     program = CEILINGS_BODY.format(scripts=str(REPO / "scripts"), framework=framework,
-                                   sections=str(REPO / "scripts/sections" / framework),
                                    call=call)
     done = subprocess.run([str(python), "-c", program], capture_output=True, text=True,
                           timeout=300)

@@ -139,6 +139,6 @@ def test_an_aa_pair_swaps_its_copies_in_every_other_process():
 def test_both_hybridize_scripts_time_the_aa_pair_with_swapped_roles():
     from pathlib import Path
 
-    scripts = Path(__file__).resolve().parents[1] / "scripts/sections"
+    folder = Path(__file__).resolve().parents[1] / "scripts/sections/hybridize"
     for framework in ("mxnet", "pytorch"):
-        assert "timing.aa_roles(" in (scripts / framework / "hybridize.py").read_text(), framework
+        assert "timing.aa_roles(" in (folder / f"{framework}.py").read_text(), framework

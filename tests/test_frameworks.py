@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import stat
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -73,11 +74,11 @@ def defined_in(source: Path) -> set[str]:
     return {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
-def called_by_scripts(folder: Path, alias: str = "d2l") -> set[str]:
+def called_by_scripts(scripts: Iterable[Path], alias: str = "d2l") -> set[str]:
     """The functions a framework's section scripts call on its module (``d2l.sync(...)``,
     the module imported as ``d2l`` as d2l's books do)."""
     found = set()
-    for script in folder.glob("*.py"):
+    for script in scripts:
         for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and node.value.id == alias):
@@ -86,26 +87,27 @@ def called_by_scripts(folder: Path, alias: str = "d2l") -> set[str]:
 
 
 def test_every_registered_framework_is_complete():
-    """A framework is its entry, its scripts folder, its environment and lock, and a module
-    with what the library calls and what its section scripts call."""
+    """A framework is its entry, a script in sections' folders, its environment and lock, and
+    a module with what the library calls and what its section scripts call; every script
+    in a section's folder is a registered framework's."""
     assert frameworks.FRAMEWORKS[0] == frameworks.DOCUMENTS
     for name, entry in frameworks.REGISTRY.items():
-        folder = REPO / "scripts/sections" / name
-        assert folder.is_dir(), name
+        scripts = sorted((REPO / "scripts/sections").glob(f"*/{name}.py"))
+        assert scripts, name
         assert (REPO / entry.environment).is_file(), entry.environment
         assert (REPO / entry.lock).is_file(), entry.lock
         defined = defined_in(REPO / "scripts" / (entry.module.replace(".", "/") + ".py"))
-        wanted = LIBRARY_CALLS | called_by_scripts(folder)
+        wanted = LIBRARY_CALLS | called_by_scripts(scripts)
         assert wanted <= defined, (name, sorted(wanted - defined))
-    assert sorted(p.name for p in (REPO / "scripts/sections").iterdir() if p.is_dir()
-                  and not p.name.startswith("_")) == sorted(frameworks.FRAMEWORKS)
+    scripts = {p.stem for p in (REPO / "scripts/sections").glob("*/*.py")}
+    assert scripts == {*frameworks.FRAMEWORKS, "section"}
 
 
 def test_the_interface_check_reads_what_the_scripts_call(tmp_path):
     (tmp_path / "toy.py").write_text("from d2lperf import jax as d2l\nd2l.sync(d2l.seed(0))\n")
-    assert called_by_scripts(tmp_path) == {"sync", "seed"}
+    assert called_by_scripts([tmp_path / "toy.py"]) == {"sync", "seed"}
     assert {"devices", "sync", "load_data"} <= called_by_scripts(
-        REPO / "scripts/sections" / frameworks.DOCUMENTS)
+        (REPO / "scripts/sections").glob(f"*/{frameworks.DOCUMENTS}.py"))
 
 
 def test_rule_names_carry_the_framework_except_the_documents():

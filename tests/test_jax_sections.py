@@ -16,7 +16,7 @@ SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 
 
 def section(name: str) -> str:
-    return f"sections/jax/{name}.py"
+    return f"sections/{name}/jax.py"
 
 
 def run(python, name, out, *extra, timeout=600):

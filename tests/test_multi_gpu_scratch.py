@@ -33,7 +33,7 @@ DOCUMENT = {
 
 
 def run(python, out, *args):
-    return run_section(python, "sections/mxnet/multi_gpu_scratch.py", out, *args)
+    return run_section(python, "sections/multi_gpu_scratch/mxnet.py", out, *args)
 
 
 rows = read_rows
@@ -168,7 +168,7 @@ def test_missing_data_set_ends_the_run_with_where_it_looked(experiment_python, t
         from d2lperf import data
         data.DEBIAN_PACKAGE = data.Path({str(tmp_path / "debian")!r})
         sys.argv[0] = "multi_gpu_scratch.py"
-        runpy.run_path({str(REPO / "scripts/sections/mxnet/multi_gpu_scratch.py")!r},
+        runpy.run_path({str(REPO / "scripts/sections/multi_gpu_scratch/mxnet.py")!r},
                        run_name="__main__")
     """)
     (tmp_path / "home").mkdir()

@@ -322,7 +322,7 @@ def test_machine_info_records_the_preflight(gpu, on_machine, experiment_python, 
 def test_a_gpu_section_on_an_h200_is_skipped_with_the_reason(on_machine, experiment_python,
                                                              tmp_path):
     on_machine("h200")
-    done = run_section(experiment_python, "sections/mxnet/multi_gpu_scratch.py", tmp_path,
+    done = run_section(experiment_python, "sections/multi_gpu_scratch/mxnet.py", tmp_path,
                        "--on", "gpu",
                        "--devices", "1", "--batch-sizes", "64", "--learning-rates", "0.1")
     assert done.returncode == 0, done.stderr
@@ -337,7 +337,7 @@ def test_a_gpu_section_on_an_h200_is_skipped_with_the_reason(on_machine, experim
 
 def test_more_gpus_than_there_are_still_says_how_many(on_machine, experiment_python, tmp_path):
     on_machine("h200")
-    done = run_section(experiment_python, "sections/mxnet/multi_gpu_scratch.py", tmp_path,
+    done = run_section(experiment_python, "sections/multi_gpu_scratch/mxnet.py", tmp_path,
                        "--on", "gpu",
                        "--devices", "64", "--batch-sizes", "64", "--learning-rates", "0.1")
     assert done.returncode == 0, done.stderr
@@ -374,7 +374,7 @@ def test_mxnet_gpu_variables_are_recorded_with_their_defaults():
 
 def test_ceilings_leave_out_gpus_mxnet_cannot_run_on(on_machine, experiment_python, tmp_path):
     on_machine("h200")
-    done = run_section(experiment_python, "sections/mxnet/ceilings.py", tmp_path,
+    done = run_section(experiment_python, "sections/ceilings/mxnet.py", tmp_path,
                        "--dot-sizes", "64",
                        "--copy-mb", "1", "--warmup", "0", "--repeats", "1")
     assert done.returncode == 0, done.stderr

@@ -361,7 +361,7 @@ def test_mxnet_environment_runs_hybridize_on_each_python(mxnet_env, tmp_path):
     assert restored.returncode == 0, restored.stderr
     options = {k: v for k, v in for_framework(ci_preset("hybridize"), "mxnet").items()
                if k not in MANAGER_OPTIONS}  # one process, by hand
-    done = run_section(python, "sections/mxnet/hybridize.py", tmp_path, *cli_args(options),
+    done = run_section(python, "sections/hybridize/mxnet.py", tmp_path, *cli_args(options),
                        "--threads", "1", "--probe-seconds", "0.02",
                        "--export-dir", str(tmp_path / "model"))
     assert done.returncode == 0, done.stderr[-3000:]

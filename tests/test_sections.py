@@ -52,8 +52,8 @@ def test_which_frameworks_have_a_section_follows_from_their_scripts(tmp_path, mo
         # the documents' code has every section of the book's
         assert entry.has(frameworks.DOCUMENTS) or not entry.documents_code, name
     monkeypatch.setattr(sections, "SCRIPTS", tmp_path)
-    (tmp_path / "toy").mkdir()
-    (tmp_path / "toy" / "hybridize.py").write_text("")
+    (tmp_path / "hybridize").mkdir()
+    (tmp_path / "hybridize" / "toy.py").write_text("")
     assert sections.SECTIONS["hybridize"].has("toy")
     assert not sections.SECTIONS["ceilings"].has("toy")
     assert not sections.SECTIONS["hybridize"].has("mxnet")  # its folder is elsewhere now

@@ -10,7 +10,7 @@ CASES = ["generate_x", "generate_y", "generate_x_and_y"]
 
 
 def run(python, out, *args):
-    return run_section(python, "sections/mxnet/small_ops_parallel.py", out, *args, timeout=120)
+    return run_section(python, "sections/small_ops_parallel/mxnet.py", out, *args, timeout=120)
 
 
 @pytest.fixture(scope="module")

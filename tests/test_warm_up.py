@@ -34,7 +34,8 @@ def test_gluon_warm_up_leaves_every_parameter_as_it_was(experiment_python):
         import mxnet as mx
         from mxnet import init, nd
         from mxnet.gluon import data as gdata, loss as gloss
-        import multi_gpu_gluon as section
+        from d2lperf.sections import load_script
+        section = load_script("mxnet", "multi_gpu_gluon")
 
         ctx = [mx.cpu(0), mx.cpu(1)]
         images = nd.random.uniform(0, 255, shape=(20, 28, 28, 1)).astype("uint8")
@@ -67,7 +68,7 @@ def test_gluon_warm_up_leaves_every_parameter_as_it_was(experiment_python):
         print(json.dumps({"warmed": warmed, "differ": differ, "parameters": len(after),
                           "running": len(running), "moved": moved}))
         """)
-    done = subprocess.run([str(experiment_python), "-c", code], cwd=REPO / "scripts/sections/mxnet",
+    done = subprocess.run([str(experiment_python), "-c", code], cwd=REPO / "scripts",
                           capture_output=True, text=True, timeout=300,
                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
@@ -88,7 +89,8 @@ def test_pytorch_gluon_warm_up_leaves_parameters_statistics_and_gradients_as_the
         import torch
         from torch import nn
         from torch.utils.data import DataLoader
-        import multi_gpu_gluon as section
+        from d2lperf.sections import load_script
+        section = load_script("pytorch", "multi_gpu_gluon")
         from d2lperf import torch as d2l
 
         torch.manual_seed(0)
@@ -106,7 +108,7 @@ def test_pytorch_gluon_warm_up_leaves_parameters_statistics_and_gradients_as_the
         print(json.dumps({"warmed": warmed, "differ": differ, "grads": grads,
                           "counters": len(counters), "training": parallel.training}))
         """)
-    done = subprocess.run([str(torch_python), "-c", code], cwd=REPO / "scripts/sections/pytorch",
+    done = subprocess.run([str(torch_python), "-c", code], cwd=REPO / "scripts",
                           capture_output=True, text=True, timeout=300,
                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin",
                                "PYTHONPATH": str(REPO / "scripts")})
@@ -121,7 +123,7 @@ def test_pytorch_gluon_warm_up_leaves_parameters_statistics_and_gradients_as_the
 def test_both_scratch_twins_record_the_shapes_they_warmed(framework, experiment_python,
                                                           torch_python, tmp_path):
     python = experiment_python if framework == "mxnet" else torch_python
-    done = run_section(python, f"sections/{framework}/multi_gpu_scratch.py", tmp_path,
+    done = run_section(python, f"sections/multi_gpu_scratch/{framework}.py", tmp_path,
                        "--on", "cpu",
                        "--devices", "1", "--batch-sizes", "64", "--learning-rates", "0.2",
                        "--epochs", "1", "--data-workers", "0", "--train-limit", "100",
@@ -138,7 +140,8 @@ def test_pytorch_scratch_warm_up_leaves_no_gradient_and_trains_as_without_it(tor
         import json
         import torch
         from torch import nn
-        import multi_gpu_scratch as section
+        from d2lperf.sections import load_script
+        section = load_script("pytorch", "multi_gpu_scratch")
 
         def one_batch(warm):
             torch.manual_seed(0)
@@ -158,7 +161,7 @@ def test_pytorch_scratch_warm_up_leaves_no_gradient_and_trains_as_without_it(tor
         same = all(torch.equal(a, b) for a, b in zip(one_batch(False), one_batch(True)))
         print(json.dumps(same))
         """)
-    done = subprocess.run([str(torch_python), "-c", code], cwd=REPO / "scripts/sections/pytorch",
+    done = subprocess.run([str(torch_python), "-c", code], cwd=REPO / "scripts",
                           capture_output=True, text=True, timeout=300,
                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin",
                                "PYTHONPATH": str(REPO / "scripts")})

@@ -1,7 +1,7 @@
 """The frameworks that run the sections, once: every list of frameworks reads ``REGISTRY``.
 
-A framework is a folder of section scripts (``scripts/sections/<name>/``), a module of
-``d2lperf`` with what it does differently (``devices``, ``sync``, ``seed``, the data
+A framework is a script in each section's folder (``scripts/sections/*/<name>.py``), a
+module of ``d2lperf`` with what it does differently (``devices``, ``sync``, ``seed``, the data
 loaders, ``build_info``; d2l's ``mxnet.py``/``torch.py`` idiom), an environment
 (``envs/<...>.yaml`` and its lock) with the interpreter a config key names, and how the
 plots and the report draw it. The first one is the documents' framework: rule and

@@ -409,7 +409,7 @@ def join(script: str, function: str, coordinator: str) -> None:
     conn.send((rank, env.get("SLURMD_NODENAME", socket.gethostname())))
     job = conn.recv()
     path = Path(script)
-    target = getattr(sections.load_script(path.parent.name, path.stem), function)
+    target = getattr(sections.load_script(path.stem, path.parent.name), function)
     begin(target, rank, world, local, node_address(), job, conn)
 
 

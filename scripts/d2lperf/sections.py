@@ -1,20 +1,25 @@
-"""The chapter's sections, once: everything the workflow, the config check, the plots and
-the report need to know about a section is one entry of ``SECTIONS`` below.
+"""The chapter's sections: what a section declares, the words it declares it in, and
+``SECTIONS``, every folder of ``scripts/sections/`` that declares one, in the report's order.
 
-A section is a pair of scripts, ``scripts/sections/<framework>/<name>.py`` (one per
-framework that has it), plus its entry here. The Snakefile makes one rule per entry and
-framework and takes each job's SLURM resources from it; the config check takes the
-section's preset options from it (so a preset must have an entry for every section,
-with the keys it requires); the plots take their titles and kind; the report its order
-and headings (``write_csv`` writes the table the report reads).
+A section is one folder, ``scripts/sections/<name>/``: ``section.py`` declares it once
+(``SECTION = Section(...)``: its titles, its options as JSON-schema pieces, its documents'
+defaults, its speed claims, what it needs), and beside it each framework's script,
+``mxnet.py``, ``pytorch.py``, ``jax.py``. ``discover`` finds the folders: nothing lists
+the sections by hand. The Snakefile makes one rule per section and framework and takes
+each job's SLURM resources from here; the config check takes the section's preset options
+from here (so a preset must have an entry for every section, with the keys it requires);
+the plots take their titles and kind; the report its order and headings (``write_csv``
+writes the table the report reads).
 
-This module imports nothing but the standard library: the Snakefile, the config check
-and the section scripts all read it, and reading it must load nothing else.
+This module, and the declarations, import nothing but the standard library (a
+declaration imports its words from here): the Snakefile, the config check and the section
+scripts all read it, and reading it must load nothing else.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib.util
 import math
 import sys
@@ -86,9 +91,15 @@ class SpeedClaim:
     document_section: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Section:
-    """One section of the chapter (or the machine's ceilings), as every step sees it.
+    """One section of the chapter (or the machine's ceilings), as every step sees it: a
+    folder's ``section.py`` declares ``SECTION = Section(...)``, and ``name`` is the
+    folder's (``d2lperf.sections`` fills it in).
+
+    ``order``: its place in the report, the documents' order (ceilings, not a section of
+    the chapter, last); ``title``: the report's heading; ``plot_title``: its plot's;
+    ``document``: the documents that print its figures; ``heading``: their heading.
 
     ``options`` is the JSON schema of its preset entry: a mapping of property schemas
     (or a whole schema, as ``TRAINING``); ``required`` the keys every preset must set.
@@ -106,7 +117,7 @@ class Section:
     ``blas``: its timings rest on BLAS calls (a BLAS variant checks its numerics);
     ``exports_model``: its script writes a model folder beside its results.
     Which frameworks have it follows from their scripts (``has``: a
-    ``scripts/sections/<framework>/<name>.py`` exists).
+    ``scripts/sections/<name>/<framework>.py`` exists).
     ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
     ``runtime`` (minutes) and ``mem_mb``: what each of its jobs asks SLURM for.
     ``claims``: its claims that are one case faster than another (``SpeedClaim``).
@@ -117,9 +128,10 @@ class Section:
     its SLURM job asks for the largest count's GPUs, and over the preset's ``nodes``
     (more than 1) for a task per device spread over that many nodes."""
 
-    name: str
+    order: int
     title: str
     plot_title: str
+    name: str = ""
     document: str = "seeds/000"
     heading: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -150,171 +162,51 @@ class Section:
 
     def has(self, framework: str) -> bool:
         """Whether ``framework`` has this section: its script is there."""
-        return (SCRIPTS / framework / f"{self.name}.py").is_file()
+        return script(self.name, framework).is_file()
 
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "sections"  # a folder per framework
+SCRIPTS = Path(__file__).resolve().parents[1] / "sections"  # a folder per section
 
 
-def load_script(framework: str, name: str):
-    """A section's script as a module, without running it (its models, for another
-    script or a command that uses the same ones: one definition of each)."""
-    path = SCRIPTS / framework / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{framework}_{name}", path)
+def script(section: str, framework: str) -> Path:
+    """A framework's script of a section: ``scripts/sections/<section>/<framework>.py``."""
+    return SCRIPTS / section / f"{framework}.py"
+
+
+DECLARATION = "section.py"  # in a section's folder: SECTION = Section(...)
+
+
+def load_module(path: Path, name: str):
+    """The Python file at ``path`` as a module named ``name``, without running it as a
+    program (its ``__main__`` block does not run)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # as an import would: a dataclass looks itself up there
     spec.loader.exec_module(module)
     return module
 
 
-# In the documents' order: the report shows them so.
-SECTIONS: dict[str, Section] = {s.name: s for s in [
-    Section(
-        "hybridize",
-        title="Hybrid imperative and symbolic programming (hybridize)",
-        heading="命令式和符号式混合编程",
-        plot_title="MLP forward passes before and after hybridize()",
-        options={"forward_passes": COUNT, **REPEATED,
-                 "compile_runs": {**COUNT, "description": "PyTorch only, cold and warm "
-                                  "torch.compile timings in fresh processes"}},
-        required=("forward_passes", *REPEATED_REQUIRED),
-        document_options=(("--forward-passes", 1000, "MLP forward passes per timed sample"),),
-        framework_options={"compile_runs": "pytorch"},
-        off_the_plot=("jit_script_compile", "torch_compile_cold", "torch_compile_warm"),
-        exports_model=True,
-        claims=(SpeedClaim(
-            "hybridize_speeds_up_mlp",
-            "compiling the MLP into a graph (hybridize) makes its forward passes faster",
-            "hybridize() speeds up the MLP", faster="mlp_after_hybridize",
-            slower="mlp_before_hybridize", label="after/before"),),
-    ),
-    Section(
-        "async_computation",
-        title="Asynchronous computation",
-        heading="异步计算",
-        plot_title="Asynchronous computation",
-        options={"size": SIZE, "loop_iterations": COUNT, **REPEATED},
-        required=("size", "loop_iterations", *REPEATED_REQUIRED),
-        document_options=(("--size", 2000, "side of the square matrices"),
-                          ("--loop-iterations", 1000, "x + 1 operations per timed loop")),
-        blas=True,
-    ),
-    Section(
-        "async_memory",
-        title="Memory impact of asynchronous computation",
-        heading="异步计算对内存的影响",
-        plot_title="Memory impact of asynchronous computation",
-        options={"batches": COUNT, "batch_size": COUNT, "report_every": COUNT,
-                 **TIMING},
-        required=("batches", "batch_size", "report_every", *REPEATED_REQUIRED),
-        plot="memory",
-    ),
-    Section(
-        "auto_parallelism",
-        title="Automatic parallelism: CPU and GPU, computation and communication",
-        heading="CPU和GPU的并行计算; 计算和通信的并行计算",
-        plot_title="Automatic parallelism: CPU and GPU, compute and copy",
-        options={"cpu_size": SIZE, "gpu_size": SIZE, "dots": COUNT, **REPEATED},
-        required=("cpu_size", "gpu_size", "dots", *REPEATED_REQUIRED),
-        document_options=(("--cpu-size", 2000, "x_cpu is cpu-size x cpu-size"),
-                          ("--gpu-size", 6000, "x_gpu is gpu-size x gpu-size"),
-                          ("--dots", 10, "matrix products per run(x)")),
-        gpus=1,
-        blas=True,
-    ),
-    Section(
-        "small_ops_parallel",
-        title="Small computations, in parallel",
-        heading="简单计算量小，并行计算",
-        plot_title="Two small random draws, separately and together",
-        options={"size": SIZE, **REPEATED},
-        required=("size", *REPEATED_REQUIRED),
-        document_options=(("--size", 2000, "X and Y are size x size"),),
-    ),
-    Section(
-        "multi_gpu_scratch",
-        title="Multi-device training from scratch (LeNet, allreduce, split_and_load)",
-        heading="多GPU并行计算",
-        plot_title="LeNet from scratch, 1 vs 2 devices",
-        options=TRAINING,
-        document_runs={"devices_per_run": [1, 2], "batch_sizes": [256, 256],
-                       "learning_rates": [0.2, 0.2], "epochs": 4},
-        plot="training",
-        gpus=2,
-        cpu_stand_in=True,
-        data=True,
-        blas=True,
-        runtime=60,
-    ),
-    Section(
-        "multi_gpu_gluon",
-        title="Concise multi-device training with Gluon (ResNet-18)",
-        document="seeds/000 and seeds/001",
-        heading="多GPU简洁实现; 多 GPU 训练",
-        plot_title="ResNet-18, 1 vs 2 devices",
-        options=TRAINING,
-        document_runs={"devices_per_run": [1, 2], "batch_sizes": [256, 512],
-                       "learning_rates": [0.1, 0.2], "epochs": 10},
-        plot="training",
-        gpus=2,
-        data=True,
-        runtime=120,
-        mem_mb=16000,
-    ),
-    Section(
-        "data_parallel",
-        title="Data-parallel training at every device count, a process per device",
-        document="seeds/000 and seeds/001, with today's API",
-        heading="多GPU并行计算; 多GPU简洁实现",
-        plot_title="LeNet and ResNet-18, data-parallel: images/s against devices",
-        options={"models": {"type": "array", "minItems": 1, "uniqueItems": True,
-                            "items": {"enum": ["lenet", "resnet18"]}},
-                 "images": {"type": "array", "minItems": 1, "items": COUNT,
-                            "description": "images per timed sample, per model"},
-                 "learning_rates": {"type": "array", "minItems": 1,
-                                    "items": {"type": "number", "exclusiveMinimum": 0}},
-                 "device_counts": {"type": "array", "minItems": 1, "items": DEVICE_COUNT},
-                 "nodes": {**COUNT, "description": "nodes of a SLURM job the largest count "
-                           "spans, a process per device (default 1)"},
-                 "batch_size": COUNT, "train_limit": TRAIN_LIMIT, **REPEATED,
-                 "seed": TRAINING_SEED},
-        required=("models", "images", "learning_rates", "device_counts", "batch_size",
-                  *REPEATED_REQUIRED),
-        plot="scaling",
-        documents_code=False,
-        process_per_device=True,
-        data=True,
-        runtime=60,
-        mem_mb=16000,
-        claims=(SpeedClaim(
-            "two_devices_train_lenet_faster", "two devices train LeNet faster than one "
-            "(data-parallel, one process per device)", "2 devices train LeNet faster",
-            # no documents' figure: their LeNet's two devices were cpu(0), cpu(1), two
-            # queues on one processor, not two processors
-            faster="lenet_2_devices", slower="lenet_1_device", label="2 devices/1 device"),
-            SpeedClaim(
-            "two_devices_train_resnet_faster", "two devices train ResNet-18 faster than "
-            "one (data-parallel, one process per device)",
-            "2 devices train ResNet-18 faster", faster="resnet18_2_devices",
-            slower="resnet18_1_device", label="2 devices/1 device",
-            document_section="multi_gpu_gluon")),
-    ),
-    # not a section of the chapter: this machine's peak rates, which the report sets the
-    # timings against; the best of every framework's libraries (so every framework has it)
-    Section(
-        "ceilings",
-        title="Machine ceilings: peak matrix-multiply rate and memory bandwidth, measured here",
-        document="this machine",
-        plot_title="Machine ceilings (GFLOP/s for dot, GB/s for copies)",
-        options={"dot_sizes": {"type": "array", "minItems": 1, "items": SIZE},
-                 "copy_mb": {"type": "integer", "minimum": 1, "maximum": 16384},
-                 **TIMING},
-        required=("dot_sizes", "copy_mb", *REPEATED_REQUIRED),
-        plot="rates",
-        blas=True,
-        takes_device=False,
-    ),
-]}
+def load_script(framework: str, name: str):
+    """A section's script as a module, without running it (its models, for another
+    script or a command that uses the same ones: one definition of each)."""
+    return load_module(script(name, framework), f"{framework}_{name}")
+
+
+def discover(folder: Path = SCRIPTS) -> dict[str, Section]:
+    """Every section declared under ``folder`` (a ``<name>/section.py`` each), named by
+    its folder, in the report's order (``Section.order``, then name)."""
+    found = []
+    for declaration in sorted(folder.glob(f"*/{DECLARATION}")):
+        name = declaration.parent.name
+        module = load_module(declaration, f"{name}_section")
+        entry = getattr(module, "SECTION", None)
+        if not isinstance(entry, Section):
+            raise TypeError(f"{declaration}: declares no SECTION = Section(...)")
+        found.append(dataclasses.replace(entry, name=name))
+    return {s.name: s for s in sorted(found, key=lambda s: (s.order, s.name))}
+
+
+SECTIONS: dict[str, Section] = discover()
 
 # What the jobs that are not sections ask SLURM for (minutes, MB): machine_info records
 # the compute node, with the GPUs the sections use so that it sees them where SLURM

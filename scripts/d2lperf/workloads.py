@@ -2,7 +2,7 @@
 
 For every timing built on ``dot`` or on copies, and every training epoch, the achieved
 rate (GFLOP/s or GB/s) and its fraction of this machine's measured ceiling
-(scripts/sections/*/ceilings.py) tell a slow machine from a bad measurement. A rate is
+(scripts/sections/ceilings/) tell a slow machine from a bad measurement. A rate is
 set against ceilings of its own precision only: the chapter's timings are float32, so a
 bfloat16, float16 or TF32 product is a ceiling of its own, never a float32 figure's.
 """

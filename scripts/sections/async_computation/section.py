@@ -1,0 +1,17 @@
+"""The section: Asynchronous computation."""
+
+from __future__ import annotations
+
+from d2lperf.sections import COUNT, REPEATED, REPEATED_REQUIRED, SIZE, Section
+
+SECTION = Section(
+    order=2,
+    title="Asynchronous computation",
+    heading="异步计算",
+    plot_title="Asynchronous computation",
+    options={"size": SIZE, "loop_iterations": COUNT, **REPEATED},
+    required=("size", "loop_iterations", *REPEATED_REQUIRED),
+    document_options=(("--size", 2000, "side of the square matrices"),
+                      ("--loop-iterations", 1000, "x + 1 operations per timed loop")),
+    blas=True,
+)

@@ -1,0 +1,16 @@
+"""The section: Memory impact of asynchronous computation."""
+
+from __future__ import annotations
+
+from d2lperf.sections import COUNT, REPEATED_REQUIRED, TIMING, Section
+
+SECTION = Section(
+    order=3,
+    title="Memory impact of asynchronous computation",
+    heading="异步计算对内存的影响",
+    plot_title="Memory impact of asynchronous computation",
+    options={"batches": COUNT, "batch_size": COUNT, "report_every": COUNT,
+             **TIMING},
+    required=("batches", "batch_size", "report_every", *REPEATED_REQUIRED),
+    plot="memory",
+)

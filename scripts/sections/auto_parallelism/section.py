@@ -1,0 +1,19 @@
+"""The section: Automatic parallelism: CPU and GPU, computation and communication."""
+
+from __future__ import annotations
+
+from d2lperf.sections import COUNT, REPEATED, REPEATED_REQUIRED, SIZE, Section
+
+SECTION = Section(
+    order=4,
+    title="Automatic parallelism: CPU and GPU, computation and communication",
+    heading="CPU和GPU的并行计算; 计算和通信的并行计算",
+    plot_title="Automatic parallelism: CPU and GPU, compute and copy",
+    options={"cpu_size": SIZE, "gpu_size": SIZE, "dots": COUNT, **REPEATED},
+    required=("cpu_size", "gpu_size", "dots", *REPEATED_REQUIRED),
+    document_options=(("--cpu-size", 2000, "x_cpu is cpu-size x cpu-size"),
+                      ("--gpu-size", 6000, "x_gpu is gpu-size x gpu-size"),
+                      ("--dots", 10, "matrix products per run(x)")),
+    gpus=1,
+    blas=True,
+)

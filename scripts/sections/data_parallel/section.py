@@ -1,0 +1,53 @@
+"""The section: Data-parallel training at every device count, a process per device."""
+
+from __future__ import annotations
+
+from d2lperf.sections import (
+    COUNT,
+    DEVICE_COUNT,
+    REPEATED,
+    REPEATED_REQUIRED,
+    TRAIN_LIMIT,
+    TRAINING_SEED,
+    Section,
+    SpeedClaim,
+)
+
+SECTION = Section(
+    order=8,
+    title="Data-parallel training at every device count, a process per device",
+    document="seeds/000 and seeds/001, with today's API",
+    heading="多GPU并行计算; 多GPU简洁实现",
+    plot_title="LeNet and ResNet-18, data-parallel: images/s against devices",
+    options={"models": {"type": "array", "minItems": 1, "uniqueItems": True,
+                        "items": {"enum": ["lenet", "resnet18"]}},
+             "images": {"type": "array", "minItems": 1, "items": COUNT,
+                        "description": "images per timed sample, per model"},
+             "learning_rates": {"type": "array", "minItems": 1,
+                                "items": {"type": "number", "exclusiveMinimum": 0}},
+             "device_counts": {"type": "array", "minItems": 1, "items": DEVICE_COUNT},
+             "nodes": {**COUNT, "description": "nodes of a SLURM job the largest count "
+                       "spans, a process per device (default 1)"},
+             "batch_size": COUNT, "train_limit": TRAIN_LIMIT, **REPEATED,
+             "seed": TRAINING_SEED},
+    required=("models", "images", "learning_rates", "device_counts", "batch_size",
+              *REPEATED_REQUIRED),
+    plot="scaling",
+    documents_code=False,
+    process_per_device=True,
+    data=True,
+    runtime=60,
+    mem_mb=16000,
+    claims=(SpeedClaim(
+        "two_devices_train_lenet_faster", "two devices train LeNet faster than one "
+        "(data-parallel, one process per device)", "2 devices train LeNet faster",
+        # no documents' figure: their LeNet's two devices were cpu(0), cpu(1), two
+        # queues on one processor, not two processors
+        faster="lenet_2_devices", slower="lenet_1_device", label="2 devices/1 device"),
+        SpeedClaim(
+        "two_devices_train_resnet_faster", "two devices train ResNet-18 faster than "
+        "one (data-parallel, one process per device)",
+        "2 devices train ResNet-18 faster", faster="resnet18_2_devices",
+        slower="resnet18_1_device", label="2 devices/1 device",
+        document_section="multi_gpu_gluon")),
+)

@@ -1,0 +1,21 @@
+"""The section: Concise multi-device training with Gluon (ResNet-18)."""
+
+from __future__ import annotations
+
+from d2lperf.sections import TRAINING, Section
+
+SECTION = Section(
+    order=7,
+    title="Concise multi-device training with Gluon (ResNet-18)",
+    document="seeds/000 and seeds/001",
+    heading="多GPU简洁实现; 多 GPU 训练",
+    plot_title="ResNet-18, 1 vs 2 devices",
+    options=TRAINING,
+    document_runs={"devices_per_run": [1, 2], "batch_sizes": [256, 512],
+                   "learning_rates": [0.1, 0.2], "epochs": 10},
+    plot="training",
+    gpus=2,
+    data=True,
+    runtime=120,
+    mem_mb=16000,
+)

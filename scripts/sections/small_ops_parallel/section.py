@@ -1,0 +1,15 @@
+"""The section: Small computations, in parallel."""
+
+from __future__ import annotations
+
+from d2lperf.sections import REPEATED, REPEATED_REQUIRED, SIZE, Section
+
+SECTION = Section(
+    order=5,
+    title="Small computations, in parallel",
+    heading="简单计算量小，并行计算",
+    plot_title="Two small random draws, separately and together",
+    options={"size": SIZE, **REPEATED},
+    required=("size", *REPEATED_REQUIRED),
+    document_options=(("--size", 2000, "X and Y are size x size"),),
+)
