@@ -126,7 +126,10 @@ class Section:
     training with a process per device), which a framework may not have yet.
     ``process_per_device``: its preset's ``device_counts`` are processes, one per device:
     its SLURM job asks for the largest count's GPUs, and over the preset's ``nodes``
-    (more than 1) for a task per device spread over that many nodes."""
+    (more than 1) for a task per device spread over that many nodes; and a sample is a
+    fixed number of images (``images``), not an epoch.
+    ``models``: the models a training section trains (``d2lperf.flops`` counts their
+    FLOPs); its cases are ``<model>_<n>_device(s)``."""
 
     order: int
     title: str
@@ -152,6 +155,7 @@ class Section:
     claims: tuple[SpeedClaim, ...] = ()
     documents_code: bool = True
     process_per_device: bool = False
+    models: tuple[str, ...] = ()
 
     def options_schema(self) -> dict[str, object]:
         """The JSON schema of this section's entry in a preset."""

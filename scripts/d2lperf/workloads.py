@@ -14,15 +14,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from d2lperf import flops, machine
+from d2lperf.sections import SECTIONS
 
 FLOAT32_BYTES = 4
 # Fashion-MNIST's training set: an epoch trains on all of it, or on --train-limit images.
 TRAIN_EXAMPLES = 60_000
-# The models each training section trains; its cases are <model>_<n>_device(s). An epoch
-# case trains an epoch's images; a data-parallel case a fixed number per sample.
-TRAINING_MODELS = {"multi_gpu_scratch": ("lenet",), "multi_gpu_gluon": ("resnet18",),
-                   "data_parallel": ("lenet", "resnet18")}
-PER_SAMPLE = ("data_parallel",)
+# The models each training section trains (its declaration's ``models``); its cases are
+# <model>_<n>_device(s). An epoch case trains an epoch's images; a case of a section with a
+# process per device a fixed number per sample.
+TRAINING_MODELS = {s.name: s.models for s in SECTIONS.values() if s.models}
+PER_SAMPLE = tuple(s.name for s in SECTIONS.values() if s.process_per_device)
 # CPU flags that give bfloat16 products a unit of their own (AVX512_BF16's dot products,
 # AMX's tiles): there a bfloat16 ceiling is measured beside float32.
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")

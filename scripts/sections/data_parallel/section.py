@@ -13,6 +13,8 @@ from d2lperf.sections import (
     SpeedClaim,
 )
 
+MODELS = ("lenet", "resnet18")  # what it trains, and what its preset may ask for
+
 SECTION = Section(
     order=8,
     title="Data-parallel training at every device count, a process per device",
@@ -20,7 +22,7 @@ SECTION = Section(
     heading="多GPU并行计算; 多GPU简洁实现",
     plot_title="LeNet and ResNet-18, data-parallel: images/s against devices",
     options={"models": {"type": "array", "minItems": 1, "uniqueItems": True,
-                        "items": {"enum": ["lenet", "resnet18"]}},
+                        "items": {"enum": list(MODELS)}},
              "images": {"type": "array", "minItems": 1, "items": COUNT,
                         "description": "images per timed sample, per model"},
              "learning_rates": {"type": "array", "minItems": 1,
@@ -36,6 +38,7 @@ SECTION = Section(
     documents_code=False,
     process_per_device=True,
     data=True,
+    models=MODELS,
     runtime=60,
     mem_mb=16000,
     claims=(SpeedClaim(

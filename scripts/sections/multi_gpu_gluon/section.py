@@ -16,6 +16,7 @@ SECTION = Section(
     plot="training",
     gpus=2,
     data=True,
+    models=("resnet18",),
     runtime=120,
     mem_mb=16000,
 )

@@ -16,6 +16,7 @@ SECTION = Section(
     gpus=2,
     cpu_stand_in=True,
     data=True,
+    models=("lenet",),
     blas=True,
     runtime=60,
 )
