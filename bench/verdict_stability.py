@@ -276,7 +276,7 @@ def main() -> int:
                 f"{', '.join(config['presets'])}")
     width = args.band or config.get("practical_band", claims.DEFAULT_BAND)
     threads = os.cpu_count() if config["threads"] == "auto" else config["threads"]
-    reference = load_reference(REPO / "report/reference.csv")
+    reference = load_reference()
     # a SIGTERM ends the bench through its finally blocks: the spin is stopped with it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     found = {}

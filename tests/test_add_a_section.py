@@ -2,11 +2,11 @@
 
 In a copy of the tree the test writes a small section as one new folder (its declaration
 and its script in both frameworks: one sum over a vector against adding its elements one
-by one, with the claim that the sum is faster), adds it to both presets and labels its
-cases, and runs the CI preset. The other sections' results are copied in from the shared
-CI run, so only the new section and the steps after it run. The section, its figure and
+by one, with the claim that the sum is faster, and the labels of its cases), adds it to
+both presets, and runs the CI preset. The other sections' results are copied in from the
+shared CI run, so only the new section and the steps after it run. The section, its figure and
 both frameworks' verdicts must then be in the report, and the files touched besides the
-folder must be the config and the labels: the recipe's promise, counted.
+folder must be the config's presets: the recipe's promise, counted.
 """
 
 from __future__ import annotations
@@ -111,10 +111,12 @@ def register(work: Path) -> None:
                     if lines[i].strip() and not lines[i].startswith("    ")), len(lines))
         lines.insert(end, PRESET_ENTRY[lines[start].strip().rstrip(":")])
     config.write_text("".join(lines), encoding="utf-8")
-    # step 4: the cases the documents did not print are labelled (summarise plans by them)
-    with open(work / "report/labels.csv", "a", encoding="utf-8") as labels:
-        labels.write(f"{NAME},sum_at_once,time,One sum over the vector\n"
-                     f"{NAME},sum_one_by_one,time,Adding its elements one by one\n")
+    # step 4: the cases the documents did not print are labelled in the section's folder
+    # (summarise plans by them)
+    (work / "scripts/sections" / NAME / "labels.csv").write_text(
+        "section,case,metric,label\n"
+        f"{NAME},sum_at_once,time,One sum over the vector\n"
+        f"{NAME},sum_one_by_one,time,Adding its elements one by one\n", encoding="utf-8")
 
 
 def checks_pass(work: Path, *tests: str) -> None:
@@ -153,7 +155,7 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
                                         make=make, options=options, devices=devices),
                           encoding="utf-8")
     register(work)
-    assert touched(work) == ["config/config.yaml", "report/labels.csv",
+    assert touched(work) == ["config/config.yaml", f"scripts/sections/{NAME}/labels.csv",
                              f"scripts/sections/{NAME}/mxnet.py",
                              f"scripts/sections/{NAME}/pytorch.py",
                              f"scripts/sections/{NAME}/section.py"]

@@ -223,9 +223,10 @@ def test_the_jax_gpu_products_run_in_every_precision_on_a_cpu_stand_in(jax_pytho
 
 
 def test_every_products_label_names_its_precision_the_most_specific_row_winning():
+    from d2lperf import sections
     from d2lperf.labels import Labels
 
-    labels = Labels.read(REPO / "report/labels.csv")
+    labels = Labels.read(*sections.tables("labels"))
     expected = {"torch_mm_2048": "PyTorch mm of two 2048×2048 float32 matrices",
                 "torch_mm_bf16_2048": "PyTorch mm of two 2048×2048 bfloat16 matrices",
                 "jax_dot_2048": "JAX dot of two 2048×2048 float32 matrices",

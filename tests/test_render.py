@@ -440,7 +440,7 @@ def sections_csv(folder: Path) -> Path:
 
 def test_labels_csv_names_known_sections():
     sections = set(section_table.names())
-    labels = Labels.read(REPO / "report/labels.csv")
+    labels = Labels.read(*section_table.tables("labels"))
     assert {r["section"] for r in labels.rows} <= sections
 
 

@@ -54,7 +54,7 @@ def tables(tmp: Path) -> list[str]:
     out = tmp / "tables"
     out.mkdir()
     done = run_command(WORKFLOW_PYTHON, "summarise", "--runs", *runs,
-                      "--reference", str(REPO / "report/reference.csv"),
+
                       "--schema", str(REPO / "workflow/schemas/samples.schema.yaml"),
                       "--summary", str(out / "summary.csv"),
                       "--outputs", str(out / "outputs.csv"),
@@ -65,7 +65,6 @@ def tables(tmp: Path) -> list[str]:
             "--outputs", str(out / "outputs.csv"), "--verdicts", str(out / "verdicts.csv"),
             "--runs", *runs, "--plots", "--benchmarks",
             "--sections", str(out / "sections.csv"),
-            "--labels", str(REPO / "report/labels.csv"),
             "--template", str(REPO / "report/templates/report.html.j2"),
             "--preset", "ci", "--out", str(tmp / "report.html")]
 

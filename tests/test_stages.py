@@ -396,7 +396,7 @@ def test_what_the_stages_call_decided_the_report_shows_decided():
     in the report, which judges the pooled rows at the run's per-look confidence."""
     from d2lperf import claims
     from d2lperf.tables import load_reference, summarise_samples
-    reference = load_reference(REPO / "report/reference.csv")
+    reference = load_reference()
     seen = 0
     for seed in range(12):
         sampler = CaseSampler({"mlp_before_hybridize": 1.0, "mlp_after_hybridize": 0.9,

@@ -42,7 +42,7 @@ def test_two_frameworks_side_by_side(tmp_path):
     out = {name: tmp_path / f"{name}.csv" for name in ("summary", "outputs", "verdicts")}
     done = subprocess.run(
         [str(WORKFLOW_PYTHON), "-m", "d2lperf", "summarise", "--runs", str(mxnet),
-         str(torch), "--reference", str(REPO / "report/reference.csv"),
+         str(torch),
          "--schema", str(REPO / "workflow/schemas/samples.schema.yaml"),
          *[x for name, path in out.items() for x in (f"--{name}", str(path))]],
         capture_output=True, text=True)
@@ -63,7 +63,7 @@ def test_two_frameworks_side_by_side(tmp_path):
 
 
 def test_an_output_that_differs_by_design_is_shown_so_and_not_a_failed_reproduction():
-    reference = load_reference(REPO / "report/reference.csv")
+    reference = load_reference()
     zeros = "[0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0. 0.]"
     runs = {"pytorch": {"multi_gpu_scratch": {
         "status": "ok", "parameters": {},
@@ -79,7 +79,7 @@ def test_an_output_that_differs_by_design_is_shown_so_and_not_a_failed_reproduct
 
 def test_a_twins_output_is_by_design_from_its_field_never_from_its_words():
     """An output with the field is by design whatever its words."""
-    reference = load_reference(REPO / "report/reference.csv")
+    reference = load_reference()
     runs = {"pytorch": {"hybridize": {"status": "ok", "parameters": {}, "outputs": {
         "hybridnet_F_imperative": {"text": "forward saw a Tensor",
                                    "by_design": "forward takes no F"}}}}}
@@ -98,7 +98,7 @@ def test_an_older_records_not_applicable_text_is_read_as_by_design():
                                                             "x": {"text": "Tensor"}}})
     assert migrated["outputs"]["hybridnet_F_imperative"]["by_design"] == old["text"]
     assert "by_design" not in migrated["outputs"]["x"]
-    reference = load_reference(REPO / "report/reference.csv")
+    reference = load_reference()
     runs = {"pytorch": {"hybridize": {"status": "ok", "parameters": {}, "outputs": {
         "hybridnet_F_imperative": migrated["outputs"]["hybridnet_F_imperative"]}}}}
     outputs = summarise.outputs_table(runs, reference).set_index("case")

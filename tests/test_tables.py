@@ -2,6 +2,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
+from d2lperf import sections
 from d2lperf.tables import (
     TableError,
     load_reference,
@@ -38,17 +39,32 @@ def test_bad_sample_rows_name_file_and_row(tmp_path, row, complaint):
 
 
 def test_shipped_reference_has_unique_keys():
-    reference = load_reference(REPO / "report/reference.csv")
+    reference = load_reference()
     assert len(reference) > 0
+    # every section's own table names only that section, and they read in the report's order
+    for path in sections.tables("reference") + sections.tables("labels"):
+        assert set(pd.read_csv(path)["section"]) == {path.parent.name}, path
+    assert list(dict.fromkeys(reference["section"])) == [
+        s for s in sections.names() if s in set(reference["section"])]
 
 
 def test_duplicate_reference_key_names_both_rows(tmp_path):
-    lines = (REPO / "report/reference.csv").read_text(encoding="utf-8").splitlines()
+    lines = (REPO / "scripts/sections/hybridize/reference.csv").read_text(
+        encoding="utf-8").splitlines()
     path = tmp_path / "reference.csv"
     path.write_text("\n".join(lines[:3] + [lines[1]]) + "\n", encoding="utf-8")
     with pytest.raises(TableError, match=r"row 4: duplicate key seeds/000/hybridize/"
                                          r"mlp_before_hybridize/time \(first at row 2\)"):
         load_reference(path)
+
+
+def test_a_key_in_two_sections_tables_names_both_files(tmp_path):
+    first = REPO / "scripts/sections/hybridize/reference.csv"
+    copy = tmp_path / "reference.csv"
+    copy.write_text(first.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(TableError, match=rf"{copy}: row 2: duplicate key .* \(first at "
+                                         rf"{first}: row 2\)"):
+        load_reference(first, copy)
 
 
 def test_numbers_in_a_printed_array():

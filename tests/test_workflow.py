@@ -52,7 +52,7 @@ def test_every_section_ran_and_its_samples_match_the_schema(ci_run):
 def test_report_shows_every_document_figure(ci_run):
     _, results = ci_run
     page = (results / "report.html").read_text(encoding="utf-8")
-    reference = load_reference(REPO / "report/reference.csv")
+    reference = load_reference()
     for printed in reference["printed"]:
         assert str(escape(printed)) in page, printed
     assert "http://" not in page.replace("http://www.w3.org", "")  # no network requests

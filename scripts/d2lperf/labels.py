@@ -1,9 +1,11 @@
-"""Human labels of the cases the documents did not print (report/labels.csv).
+"""Human labels of the cases the documents did not print (each section's labels.csv, in
+its folder, scripts/sections/<section>/).
 
-The documents' own figures carry their labels in report/reference.csv; a case measured
-here beyond them (an A/A twin, a training loss, a PyTorch-only variant) is labelled by
-the first row of labels.csv that names it: an exact case before a pattern (``lenet_*``),
-and a more specific pattern (more characters that are not ``*``) before a wider one, so
+The documents' own figures carry their labels in the section's reference.csv; a case
+measured here beyond them (an A/A twin, a training loss, a PyTorch-only variant) is
+labelled by the first row of its section's labels.csv that names it: an exact case before
+a pattern (``lenet_*``), and a more specific pattern (more characters that are not ``*``)
+before a wider one, so
 ``torch_mm_bf16_*`` labels ``torch_mm_bf16_2048`` wherever ``torch_mm_*`` stands.
 In a label, ``{suffix}`` is the case's last ``_`` part, ``{epoch}`` its epoch,
 ``{devices}`` the devices of a ``<model>_<n>_device(s)`` case ("2 devices") and ``{case}`` the
@@ -34,9 +36,14 @@ class Labels:
                                                 if "*" in r["case"] else 0))
 
     @classmethod
-    def read(cls, path: str | Path) -> Labels:
-        with open(path, newline="", encoding="utf-8") as handle:
-            return cls(list(csv.DictReader(handle)))
+    def read(cls, *paths: str | Path) -> Labels:
+        """The labels of every table given, in order (each section's own labels.csv:
+        ``sections.tables("labels")``)."""
+        rows = []
+        for path in paths:
+            with open(path, newline="", encoding="utf-8") as handle:
+                rows += list(csv.DictReader(handle))
+        return cls(rows)
 
     def __call__(self, section: str, case: str, metric: str,
                  epoch: Any = None) -> str | None:

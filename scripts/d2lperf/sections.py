@@ -231,6 +231,14 @@ EXCLUSIVE = "'--exclusive'"
 CSV_COLUMNS = ("section", "document", "heading", "title")
 
 
+def tables(kind: str) -> list[Path]:
+    """Each section's own table of ``kind``, in the report's order, where it has one:
+    ``scripts/sections/<section>/<kind>.csv`` (``reference``: the documents' figures it
+    reproduces; ``labels``: the labels of its other cases). Each row names its section,
+    so that the tables read as one (``d2lperf.tables``, ``d2lperf.labels``)."""
+    return [path for path in (SCRIPTS / s / f"{kind}.csv" for s in SECTIONS) if path.is_file()]
+
+
 def names() -> list[str]:
     """Every section, in the report's order."""
     return list(SECTIONS)

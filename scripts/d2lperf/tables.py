@@ -11,6 +11,7 @@ import csv
 import fnmatch
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import jsonschema
 import pandas as pd
 import yaml
 
+from d2lperf import sections
 from d2lperf.describe import Stats
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS
 from d2lperf.results import FORMAT_VERSION, OLDER_VERDICTS, newer_format, older_columns
@@ -42,18 +44,24 @@ class TableError(ValueError):
     """A results or reference table is malformed; the message names file and row."""
 
 
-# The report's tables of the cases there are: the documents' figures and the labels of the
-# others. A case in neither is one the report cannot name: no section plans it.
-REPORT = Path(__file__).resolve().parents[2] / "report"
-PLAN_TABLES = (REPORT / "reference.csv", REPORT / "labels.csv")
+REPORT = Path(__file__).resolve().parents[2] / "report"  # the report's templates and captions
+# The cases there are: the documents' figures (each section's reference.csv) and the labels
+# of the others (its labels.csv). A case in neither is one the report cannot name: no
+# section plans it.
 Plan = dict[str, list[str]]  # section -> names (or fnmatch patterns) of the cases it plans
 
 
-def case_plan(tables: tuple[Path, ...] = PLAN_TABLES) -> Plan:
+def plan_tables() -> list[Path]:
+    """The tables that name every case a section plans, the sections' own."""
+    return [*sections.tables("reference"), *sections.tables("labels")]
+
+
+def case_plan(tables: Iterable[Path] | None = None) -> Plan:
     """The cases each section plans, from the tables that name them for the report
-    (reference.csv: the documents' figures; labels.csv: every other case, or a pattern)."""
+    (reference.csv: the documents' figures; labels.csv: every other case, or a pattern;
+    by default the sections' own, ``plan_tables``)."""
     plan: Plan = {}
-    for path in tables:
+    for path in plan_tables() if tables is None else tables:
         with open(path, newline="", encoding="utf-8") as handle:
             for row in csv.DictReader(handle):
                 cases = plan.setdefault(row["section"], [])
@@ -73,8 +81,9 @@ def check_planned(samples: pd.DataFrame, plan: Plan, table: str | Path) -> None:
         if not any(fnmatch.fnmatchcase(case, name) for name in allowed):
             raise TableError(
                 f"{table}: row {index + 2}: case {case!r} is not one section {section} plans; "
-                f"allowed: {', '.join(allowed) or 'none'} (the cases report/reference.csv "
-                "and report/labels.csv name: a new case needs its label in labels.csv)")
+                f"allowed: {', '.join(allowed) or 'none'} (the cases the section's "
+                f"reference.csv and labels.csv name, scripts/sections/{section}/: a new "
+                "case needs its label in labels.csv)")
 
 
 def _typed(text: str, kind: type) -> Any:
@@ -172,16 +181,24 @@ def load_samples(path: str | Path, schema_path: str | Path) -> pd.DataFrame:
     return frame
 
 
-def load_reference(path: str | Path) -> pd.DataFrame:
-    """The documents' printed figures; one row per (section, case, metric, epoch)."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    first_row: dict[tuple[str, ...], int] = {}
-    for index, key in enumerate(frame[REFERENCE_KEY].itertuples(index=False, name=None)):
-        if key in first_row:
-            name = "/".join(filter(None, key))
-            raise TableError(f"{path}: row {index + 2}: duplicate key {name} "
-                             f"(first at row {first_row[key]})")
-        first_row[key] = index + 2
+def load_reference(*paths: str | Path) -> pd.DataFrame:
+    """The documents' printed figures, from each table given (by default every section's
+    own, ``sections.tables("reference")``), in order; one row per (section, case, metric,
+    epoch)."""
+    frames = []
+    first_row: dict[tuple[str, ...], tuple[str | Path, int]] = {}
+    for path in paths or sections.tables("reference"):
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        for index, key in enumerate(frame[REFERENCE_KEY].itertuples(index=False, name=None)):
+            if key in first_row:
+                name = "/".join(filter(None, key))
+                where, row = first_row[key]
+                first = f"row {row}" if where == path else f"{where}: row {row}"
+                raise TableError(f"{path}: row {index + 2}: duplicate key {name} "
+                                 f"(first at {first})")
+            first_row[key] = (path, index + 2)
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
     frame["epoch"] = pd.to_numeric(frame["epoch"]).astype("Int64")
     return frame
 

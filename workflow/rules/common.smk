@@ -200,6 +200,14 @@ JOBS = [(job.section, job.framework) for job in TIMING_JOBS]
 # What the aggregation rules read: every job's raw samples and run record.
 SAMPLE_TABLES = [job.csv for job in TIMING_JOBS]
 RUN_RECORDS = [job.sidecar for job in TIMING_JOBS]
+# Each section's own tables, in its folder: the documents' figures it reproduces and the
+# labels of its other cases (every section's, whether this run runs it or not).
+REFERENCE_TABLES = [
+    f"scripts/sections/{p.parent.name}/{p.name}" for p in SECTION_TABLE.tables("reference")
+]
+LABEL_TABLES = [
+    f"scripts/sections/{p.parent.name}/{p.name}" for p in SECTION_TABLE.tables("labels")
+]
 
 
 BLAS_REFERENCE = FACTS.blas_reference

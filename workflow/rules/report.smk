@@ -19,8 +19,8 @@ TABLES_CAPTION = "../../report/captions/tables.rst"
 rule summarise:
     input:
         script="scripts/d2lperf/commands/summarise.py",
-        reference="report/reference.csv",
-        labels="report/labels.csv",
+        reference=REFERENCE_TABLES,
+        labels=LABEL_TABLES,
         schema="workflow/schemas/samples.schema.yaml",
         runs=RUN_RECORDS,
         samples=SAMPLE_TABLES,
@@ -57,7 +57,7 @@ rule summarise:
 rule plots:
     input:
         script="scripts/d2lperf/commands/plots.py",
-        labels="report/labels.csv",
+        labels=LABEL_TABLES,
         summary=f"{RESULTS}/summary.csv",
         samples=SAMPLE_TABLES,
     output:
@@ -139,7 +139,7 @@ rule report:
         parts=sorted(str(p) for p in Path("scripts/d2lperf/report").glob("*.py")),
         template="report/templates/report.html.j2",
         sections=rules.sections_table.output[0],
-        labels="report/labels.csv",
+        labels=LABEL_TABLES,
         machine=f"{RESULTS}/machine.json",
         summary=f"{RESULTS}/summary.csv",
         outputs=f"{RESULTS}/outputs.csv",

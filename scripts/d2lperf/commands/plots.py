@@ -4,7 +4,7 @@ Timing plots show, per case, the document's figure and each framework's median h
 (interquartile range as whiskers, every raw sample as a dot); training plots show test
 accuracy and epoch time per epoch, a line per device count and framework, the
 document's dashed. Cases are named by their human labels (the documents' from
-summary.csv, the others' from report/labels.csv). A section that did not run gets a
+summary.csv, the others' from each section's labels.csv). A section that did not run gets a
 plot that says so (the report shows a line instead).
 """
 
@@ -25,6 +25,7 @@ from d2lperf import hostlock, scaling, steps, workloads  # noqa: E402
 from d2lperf.frameworks import DOCUMENTS, LABELS, REGISTRY  # noqa: E402
 from d2lperf.labels import Labels  # noqa: E402
 from d2lperf.sections import SECTIONS  # noqa: E402
+from d2lperf.sections import tables as section_tables  # noqa: E402
 from d2lperf.tables import read_table  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
@@ -37,7 +38,6 @@ COLOURS = {name: f.colour for name, f in REGISTRY.items()}  # as the report's ov
 NAMES = LABELS
 MARKERS = {name: f.marker for name, f in REGISTRY.items()}
 NUMERIC = ("median", "q1", "q3", "document_value", "epoch")
-LABELS_CSV = Path("report/labels.csv")
 
 
 def save(fig, out: Path) -> None:
@@ -303,9 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summary", required=True, type=Path)
     p.add_argument("--samples", required=True, type=Path, nargs="+")
-    p.add_argument("--labels", type=Path, default=LABELS_CSV,
-                   help=f"labels of the cases the documents did not print (default: "
-                        f"{LABELS_CSV})")
+    p.add_argument("--labels", type=Path, nargs="+", default=section_tables("labels"),
+                   help="labels of the cases the documents did not print (default: each "
+                        "section's labels.csv)")
     p.add_argument("--out", required=True, type=Path, nargs="+",
                    help="<section>.svg for each plot to draw")
     args = p.parse_args(argv)
@@ -314,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                         na_values={c: [""] for c in NUMERIC}))
     samples = with_framework(pd.concat([read_table(s, keep_default_na=False)
                                         for s in args.samples]))
-    labels = Labels.read(args.labels)
+    labels = Labels.read(*args.labels)
     for out in args.out:
         section = out.stem
         with steps.writing(out):

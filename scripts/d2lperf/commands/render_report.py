@@ -2,10 +2,10 @@
 
 Reads machine.json, summary.csv, outputs.csv, verdicts.csv, each section's run.json
 (one per framework that ran it) and the plots; the documents' figures come from
-summary.csv and outputs.csv, which took them from report/reference.csv; the sections'
-order and headings from sections.csv (written from the table of sections, d2lperf.sections).
-In report/ lies the report's own table labels.csv (human labels of the cases the
-documents did not print); how each claim is worded (its short name, how its ratio
+summary.csv and outputs.csv, which took them from each section's reference.csv; the
+sections' order and headings from sections.csv (written from the table of sections,
+d2lperf.sections). Each section's folder holds its labels.csv (human labels of the cases
+the documents did not print); how each claim is worded (its short name, how its ratio
 reads, which of the documents' figures give the document's own ratio) comes with the
 claim, from d2lperf.claims.
 
@@ -62,7 +62,7 @@ from d2lperf.report.provenance_view import (
 from d2lperf.report.sections_view import run_key, sections_view
 from d2lperf.report.values import FRAMEWORKS, like_document, ratio, records
 from d2lperf.results import RecordError, read_machine, read_run, write_text
-from d2lperf.tables import REPORT, TableError
+from d2lperf.tables import TableError
 
 
 def render(args: argparse.Namespace) -> str:
@@ -91,7 +91,7 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
     frameworks = [f for f in FRAMEWORKS if any(k[0] == f for k in runs)] + sorted(
         {k[0] for k in runs} - set(FRAMEWORKS))
     titles = {r["section"]: r for r in records(args.sections)}
-    labels = Labels.read(args.labels or REPORT / "labels.csv")
+    labels = Labels.read(*(args.labels or section_table.tables("labels")))
     claims_table = wording()
     summary = records(args.summary)
     outputs = records(args.outputs)
@@ -102,7 +102,8 @@ def view(args: argparse.Namespace) -> dict[str, Any]:
     unlabelled = sorted({f"{r['section']}/{r['case']} ({r['metric']})" for r in figures
                          if not r["labelled"]})
     if unlabelled:
-        print("no label in report/labels.csv for: " + ", ".join(unlabelled), file=sys.stderr)
+        print("no label in the sections' labels.csv for: " + ", ".join(unlabelled),
+              file=sys.stderr)
     sections = sections_view(args, runs, frameworks, figures,
                              outputs_side_by_side(outputs, frameworks, labels), claims,
                              titles)
@@ -161,9 +162,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sections", required=True, type=Path,
                    help="sections.csv (the rule sections_table writes it): each section's "
                         "heading in the documents, in the report's order")
-    p.add_argument("--labels", type=Path,
+    p.add_argument("--labels", type=Path, nargs="+",
                    help="labels of the cases the documents did not print "
-                        "(default: report/labels.csv)")
+                        "(default: each section's labels.csv)")
     p.add_argument("--comparison", type=Path, help="comparison.csv (other machines present)")
     p.add_argument("--comparison-verdicts", type=Path, help="verdicts_by_machine.csv")
     p.add_argument("--comparison-machines", type=Path,

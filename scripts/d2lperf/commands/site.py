@@ -54,7 +54,6 @@ from d2lperf.tables import REPORT, TableError, read_table
 REPO = provenance.REPO_ROOT
 TEMPLATE = REPORT / "templates/site.html.j2"
 REPORT_TEMPLATE = REPORT / "templates/report.html.j2"
-LABELS_CSV = REPORT / "labels.csv"
 # What the site reads of a machine's folder: its record and tables, and in each section's
 # folder its run record and samples. Nothing else (an archive's report.html, plots,
 # sections.csv, benchmarks) is read.
@@ -228,7 +227,7 @@ def redraw_plots(copy: Path, out: Path) -> tuple[list[Path], str]:
     targets = [out / f"{name}.svg" for name in sections.names()]
     done = subprocess.run([sys.executable, "-m", "d2lperf", "plots",
                            "--summary", str(copy / "summary.csv"),
-                           "--samples", *map(str, samples), "--labels", str(LABELS_CSV),
+                           "--samples", *map(str, samples),
                            "--out", *map(str, targets)],
                           capture_output=True, text=True, cwd=REPO, timeout=600)
     if done.returncode != 0:
@@ -255,7 +254,7 @@ def render_page(copy: Path, entry: dict[str, Any], work: Path) -> tuple[str, str
         "--machine", str(copy / "machine.json"), "--summary", str(copy / "summary.csv"),
         "--outputs", str(copy / "outputs.csv"), "--verdicts", str(copy / "verdicts.csv"),
         "--runs", *map(str, runs), "--plots", *map(str, plots),
-        "--sections", str(work / "sections.csv"), "--labels", str(LABELS_CSV),
+        "--sections", str(work / "sections.csv"),
         "--template", str(REPORT_TEMPLATE), "--preset", str(entry["preset"]),
         "--out", str(work / "report.html")])
     with contextlib.redirect_stderr(io.StringIO()):  # the report's notes to its author

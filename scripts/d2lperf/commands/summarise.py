@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from d2lperf import claims, hostlock, scaling, steps, verdicts, workloads
+from d2lperf import claims, hostlock, scaling, sections, steps, verdicts, workloads
 from d2lperf.frameworks import DOCUMENTS  # older records' framework
 from d2lperf.harness import positive_fraction
 from d2lperf.results import FORMAT_VERSION, RecordError, read_run, write_text
 from d2lperf.tables import (
     KEY,
-    PLAN_TABLES,
     Plan,
     TableError,
     case_plan,
@@ -234,10 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", required=True, type=Path, nargs="+",
                    help="each section's run.json (its samples.csv lies beside it)")
-    p.add_argument("--reference", required=True, type=Path)
-    p.add_argument("--labels", type=Path, default=PLAN_TABLES[1],
+    p.add_argument("--reference", type=Path, nargs="+",
+                   help="the documents' figures (default: each section's reference.csv)")
+    p.add_argument("--labels", type=Path, nargs="+",
                    help="labels of the cases the documents did not print: with the "
-                        "reference's, the cases each section plans")
+                        "reference's, the cases each section plans (default: each "
+                        "section's labels.csv)")
     p.add_argument("--schema", required=True, type=Path)
     p.add_argument("--summary", required=True)
     p.add_argument("--outputs", required=True)
@@ -247,9 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     hostlock.share("summarise")  # never beside a timing of any run
     try:
-        reference = load_reference(args.reference)
-        runs, samples = load_runs(args.runs, args.schema,
-                                  case_plan((args.reference, args.labels)))
+        references = args.reference or sections.tables("reference")
+        reference = load_reference(*references)
+        runs, samples = load_runs(args.runs, args.schema, case_plan(
+            [*references, *(args.labels or sections.tables("labels"))]))
     except (TableError, RecordError) as error:
         # one paragraph naming the file (and the row, column or field); the tables are not
         # written, and the rule's outputs are update(): Snakemake restores the previous ones
