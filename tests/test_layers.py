@@ -141,9 +141,13 @@ def third_party(path: Path) -> set[str]:
 
 
 def worker_modules() -> set[str]:
-    """Every module of the library a section script (a worker) imports, through others."""
+    """Every module of the library a section script (a worker) imports, through others: a
+    framework's script in a section's folder, and its declaration (section.py), which the
+    workers read; not its claims.py, which only the judging half loads."""
     start = set()
     for script in (REPO / "scripts/sections").glob("*/*.py"):
+        if script.name == "claims.py":
+            continue
         start |= imports(script) & set(module_paths())
     return reachable(graph(), start)
 

@@ -38,12 +38,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 import numpy as np
 
-from d2lperf import stats
-from d2lperf.applicability import EVERYWHERE, WHERE_WORK_IS_QUEUED, Where, where_words
+from d2lperf import sections, stats
+from d2lperf.applicability import EVERYWHERE, Where, where_words
 from d2lperf.checks import aa_checks, first_position_check, steadiness_check
 from d2lperf.frameworks import DOCUMENTS
 from d2lperf.measurements import (
@@ -74,11 +74,6 @@ if TYPE_CHECKING:  # pandas is imported where a frame is made: a section's proce
     import pandas as pd
 
 OVERLAP_NEEDED = 0.5  # share of the shorter job hidden behind the longer one
-# "Returns at once": the call returns having taken under a quarter of the time still
-# left to wait for, so most of the work happens after it returned. A front end that
-# waited would read far above 1 (the whole work before the return, nothing after); the
-# documents' own 0.0504 / 0.4571 = 0.11 holds with room.
-QUEUE_SHARE = 0.25
 # Absolute test accuracy: how far one training run lands from another by chance alone. The
 # documents' LeNet (1 device, batch 256, lr 0.2, 4 epochs) trained with 5 seeds per framework
 # (bench/accuracy_spread.py, 2026-12-06, docs/measurements.md) landed within 0.052 (MXNet),
@@ -101,7 +96,7 @@ class Found(TypedDict, total=False):
     finding: str
 
 
-def _result(verdict: str, evidence: str, ratio: Ratio | None = None,
+def result(verdict: str, evidence: str, ratio: Ratio | None = None,
             p_value: float = float("nan")) -> Found:
     found: Found = {"verdict": verdict, "evidence": evidence, "p_value": p_value}
     if ratio is not None:
@@ -110,15 +105,15 @@ def _result(verdict: str, evidence: str, ratio: Ratio | None = None,
     return found
 
 
-def _speed_claim(m: Measurements, section: str, fast: str, slow: str, label: str,
+def speed_claim(m: Measurements, section: str, fast: str, slow: str, label: str,
                  metric: str = "time", epochs: bool = False) -> Found:
     ratio = m.ratio(section, fast, slow, metric, epochs)
     if ratio is None:
-        return _result(NA, m.missing(section) or "the cases were not measured")
+        return result(NA, m.missing(section) or "the cases were not measured")
     verdict = {stats.FASTER: HOLDS, stats.SLOWER: FAILS, stats.SAME: FAILS}.get(
         ratio.effect, UNSURE)
     speedup = 1 / ratio.value if ratio.value else float("nan")
-    return _result(verdict, f"{ratio.text(label)}: {speedup:.2f}× ({ratio.effect})", ratio,
+    return result(verdict, f"{ratio.text(label)}: {speedup:.2f}× ({ratio.effect})", ratio,
                    ratio.p_value(m.edges))
 
 
@@ -132,31 +127,10 @@ def speed_rule(m: Measurements) -> str:
             f"p counted once per look of its section)")
 
 
-def queueing_returns_at_once(m: Measurements):
-    ratio = m.ratio("async_computation", "dot_sum_queued", "dot_sum_finished")
-    if ratio is None:
-        return _result(NA, m.missing("async_computation") or "not measured")
-    verdict = (HOLDS if ratio.high < QUEUE_SHARE else FAILS if ratio.low >= QUEUE_SHARE
-               else UNSURE)
-    side = {HOLDS: stats.FASTER, FAILS: stats.SLOWER}.get(verdict, stats.UNSURE)
-    return _result(verdict, ratio.text("queued/finished") + " of the wait", ratio,
-                   ratio.p_value((QUEUE_SHARE, QUEUE_SHARE), side))
 
 
-def sync_call_slows_the_loop(m: Measurements):
-    return _speed_claim(m, "async_computation", "add_loop_asynchronous",
-                        "add_loop_synchronous", "asynchronous/synchronous")
 
 
-def asynchrony_uses_more_memory(m: Measurements):
-    ratio = m.ratio("async_memory", "async_memory_increase", "sync_memory_increase", "memory")
-    if ratio is None:
-        return _result(NA, m.missing("async_memory") or "not measured")
-    verdict = {stats.SLOWER: HOLDS, stats.FASTER: FAILS, stats.SAME: FAILS}.get(
-        ratio.effect, UNSURE)
-    effect = {stats.SLOWER: "more", stats.FASTER: "less"}.get(ratio.effect, ratio.effect)
-    return _result(verdict, f"RSS increase at the end {ratio.text('asynchronous/synchronous')} "
-                   f"({effect})", ratio, ratio.p_value(m.edges))
 
 
 def _together(x: np.ndarray) -> np.ndarray:
@@ -167,7 +141,7 @@ def _share(x: np.ndarray) -> np.ndarray:
     return (x[..., 0] + x[..., 1] - x[..., 2]) / np.minimum(x[..., 0], x[..., 1])
 
 
-def _overlap(m: Measurements, section: str, a: str, b: str, both: str):
+def overlap(m: Measurements, section: str, a: str, b: str, both: str):
     """together / (a + b) and the hidden share (a + b - together) / shorter, each with
     its interval: from the spread between processes of the per-process figures (log
     scale for the ratio), or, with one process, from a bootstrap of its samples."""
@@ -196,51 +170,29 @@ def _overlap(m: Measurements, section: str, a: str, b: str, both: str):
             Ratio(*hidden, stats.UNSURE, tails[1], looks))
 
 
-def _overlap_text(ratio: Ratio, hidden: Ratio) -> str:
+def overlap_text(ratio: Ratio, hidden: Ratio) -> str:
     return (f"{ratio.text('together/(a+b)')} ({ratio.effect}); hidden share of the shorter "
             f"{hidden.value:.0%} [{hidden.low:.0%}–{hidden.high:.0%}]")
 
 
-def _overlap_claim(m: Measurements, section: str, a: str, b: str, both: str):
-    found = _overlap(m, section, a, b, both)
+def overlap_claim(m: Measurements, section: str, a: str, b: str, both: str):
+    found = overlap(m, section, a, b, both)
     if found is None:
-        return _result(NA, m.missing(section) or "not measured")
+        return result(NA, m.missing(section) or "not measured")
     ratio, hidden = found
     verdict = (HOLDS if hidden.low >= OVERLAP_NEEDED else FAILS if hidden.high < OVERLAP_NEEDED
                else UNSURE)
     side = {HOLDS: stats.SLOWER, FAILS: stats.FASTER}.get(verdict, stats.UNSURE)
-    return _result(verdict, _overlap_text(ratio, hidden), ratio,
+    return result(verdict, overlap_text(ratio, hidden), ratio,
                    hidden.p_value((OVERLAP_NEEDED, OVERLAP_NEEDED), side))
 
 
-def cpu_and_gpu_overlap(m: Measurements):
-    return _overlap_claim(m, "auto_parallelism", "cpu_only", "gpu_only", "cpu_and_gpu")
 
 
-def compute_and_copy_overlap(m: Measurements):
-    return _overlap_claim(m, "auto_parallelism", "gpu_compute", "copy_to_cpu",
-                          "compute_and_copy")
 
 
-def small_ops_do_not_overlap(m: Measurements):
-    found = _overlap(m, "small_ops_parallel", "generate_x", "generate_y", "generate_x_and_y")
-    if found is None:
-        return _result(NA, m.missing("small_ops_parallel") or "not measured")
-    ratio, hidden = found
-    verdict = {stats.SAME: HOLDS, stats.SLOWER: HOLDS, stats.FASTER: FAILS}.get(
-        ratio.effect, UNSURE)
-    return _result(verdict, _overlap_text(ratio, hidden), ratio, ratio.p_value(m.edges))
 
 
-def two_devices_speed_up_resnet(m: Measurements):
-    found = _speed_claim(m, "multi_gpu_gluon", "resnet18_2_devices", "resnet18_1_device",
-                         "2 devices/1 device", epochs=True)
-    row = m.get("multi_gpu_gluon", "resnet18_2_devices")
-    if row is not None and str(row.get("devices", "")).startswith("cpu"):
-        found["evidence"] += "; on CPU contexts, which share one processor"
-    if found["verdict"] != NA and not m.exact:
-        found["evidence"] = "epoch times: " + found["evidence"]
-    return found
 
 
 def _document_rows(reference: pd.DataFrame, section: str, case: str,
@@ -259,7 +211,7 @@ def _accuracy_claim(m: Measurements, section: str, reference: pd.DataFrame,
     """``reaches``: holds when the accuracy is at least the document's less the margin
     (a twin, whose training differs); otherwise within the margin either way."""
     if m.missing(section):
-        return _result(NA, m.missing(section))
+        return result(NA, m.missing(section))
     notes, verdicts = [], []
     for case in cases:
         documents = _document_rows(reference, section, case, prefer)
@@ -279,8 +231,8 @@ def _accuracy_claim(m: Measurements, section: str, reference: pd.DataFrame,
         notes.append(f"{case}: {measured['median']:.2f} after epoch {epoch} vs "
                      f"{row['document']} {row['printed']} ({gap:+.2f})")
     if not verdicts:
-        return _result(NA, "; ".join(notes) or "no accuracy measured")
-    return _result(HOLDS if all(v == HOLDS for v in verdicts) else FAILS, "; ".join(notes))
+        return result(NA, "; ".join(notes) or "no accuracy measured")
+    return result(HOLDS if all(v == HOLDS for v in verdicts) else FAILS, "; ".join(notes))
 
 
 OVERLAP_RULE = (f"holds when the interval ({STAGED}) of the hidden share of the shorter job "
@@ -319,72 +271,39 @@ def declared(section: str, spec: SpeedClaim) -> Claim:
     another, by the speed rule."""
     label = spec.label or f"{spec.faster}/{spec.slower}"
     return Claim(spec.name, section, spec.text,
-                 lambda m: _speed_claim(m, section, spec.faster, spec.slower, label),
+                 lambda m: speed_claim(m, section, spec.faster, spec.slower, label),
                  short=spec.short, figures=(spec.faster, spec.slower),
                  figures_section=spec.document_section)
 
 
-WRITTEN: list[Claim] = [
-    Claim("queueing_returns_at_once", "async_computation",
-          "the front end returns as soon as the work is queued, before it is done",
-          queueing_returns_at_once,
-          f"holds when the upper end of the interval ({STAGED}) of queued/finished is under "
-          f"{QUEUE_SHARE:g} (the call took under a quarter of the wait still ahead), does "
-          "not hold when its lower end is above", WHERE_WORK_IS_QUEUED,
-          short="front end returns at once", form="share",
-          figures=("dot_sum_queued", "dot_sum_finished")),
-    Claim("sync_call_slows_loop", "async_computation",
-          "a synchronising call in every iteration makes the loop slower",
-          sync_call_slows_the_loop, None, WHERE_WORK_IS_QUEUED,
-          document_note="the document says the gain is Linux's: on its Windows 10 machine "
-          "the loop without the syncs was the slower one",
-          short="a sync each iteration slows the loop",
-          figures=("add_loop_asynchronous", "add_loop_synchronous")),
-    Claim("asynchrony_uses_more_memory", "async_memory",
-          "without synchronising calls, training uses more memory",
-          asynchrony_uses_more_memory,
-          "ratio of the RSS increases at the end of the loop (as the document printed them) "
-          f"with its interval ({STAGED}); holds when it lies wholly above the band, does not hold "
-          "when below or inside it", WHERE_WORK_IS_QUEUED,
-          short="no sync calls: more memory", form="more",
-          figures=("async_memory_increase", "sync_memory_increase")),
-    Claim("cpu_gpu_overlap", "auto_parallelism",
-          "CPU and GPU work overlap: together takes close to the longer, not the sum",
-          cpu_and_gpu_overlap, OVERLAP_RULE, WHERE_WORK_IS_QUEUED,
-          short="CPU and GPU work overlap", form="overlap",
-          figures=("cpu_and_gpu", "cpu_only+gpu_only")),
-    Claim("compute_copy_overlap", "auto_parallelism",
-          "computation and copying to the CPU overlap", compute_and_copy_overlap,
-          OVERLAP_RULE, WHERE_WORK_IS_QUEUED, short="computing and copying overlap",
-          form="overlap", figures=("compute_and_copy", "gpu_compute+copy_to_cpu")),
-    Claim("small_ops_no_overlap", "small_ops_parallel",
-          "two small random draws gain nothing from running together",
-          small_ops_do_not_overlap,
-          f"holds when the interval ({STAGED}) of together/(x + y) lies wholly inside the band or "
-          "above it, does not hold when wholly below, otherwise inconclusive",
-          WHERE_WORK_IS_QUEUED, short="small draws gain nothing together", form="overlap",
-          figures=("generate_x_and_y", "generate_x+generate_y")),
-    Claim("two_devices_speed_up_resnet", "multi_gpu_gluon",
-          "two devices make the ResNet-18 epoch faster",
-          two_devices_speed_up_resnet, None, Where(requires=("separate_devices",)),
-          # seeds/001 printed both runs' mean epoch, from one machine
-          "seeds/001", short="two devices speed up ResNet-18",
-          figures=("resnet18_2_devices", "resnet18_1_device")),
-]
-# Every claim, in the documents' order of sections: those written here and those the table
-# of sections declares with their section.
-CLAIMS: list[Claim] = sorted(
-    WRITTEN + [declared(s.name, spec) for s in SECTIONS.values() for spec in s.claims],
-    key=lambda claim: list(SECTIONS).index(claim.section))
-# The accuracy claims: (name, section, cases, the document whose figures to prefer, the
-# first screen's words).
-ACCURACY_CLAIMS = [
-    ("lenet_accuracy_as_documented", "multi_gpu_scratch", ["lenet_1_device", "lenet_2_devices"],
-     None, "LeNet accuracy as documented"),
-    # seeds/001 printed both runs' accuracy after 10 epochs, from one training.
-    ("resnet_accuracy_as_documented", "multi_gpu_gluon",
-     ["resnet18_1_device", "resnet18_2_devices"], "seeds/001", "ResNet-18 accuracy as documented"),
-]
+class Accuracy(NamedTuple):
+    """A claim that training reaches the documents' test accuracy after their epochs: its
+    name, section and cases, the document whose figures to prefer (None: any) and the
+    first screen's words."""
+
+    name: str
+    section: str
+    cases: tuple[str, ...]
+    prefer: str | None
+    short: str
+
+
+def section_claims() -> tuple[list[Claim], list[Accuracy]]:
+    """The claims with rules of their own that the sections keep in their folders
+    (``scripts/sections/<section>/claims.py``: ``CLAIMS``, ``ACCURACY``), in the report's
+    order. A section's claims are judged here, in the workflow's interpreter, so they live
+    apart from its declaration, which the workers read."""
+    written: list[Claim] = []
+    accuracy: list[Accuracy] = []
+    for name in SECTIONS:
+        path = sections.SCRIPTS / name / "claims.py"
+        if path.is_file():
+            module = sections.load_module(path, f"{name}_claims")
+            written += getattr(module, "CLAIMS", [])
+            accuracy += getattr(module, "ACCURACY", [])
+    return written, accuracy
+
+
 ACCURACY_TEXT = "training reaches the documents' test accuracy after their epochs"
 OUTPUTS = ("outputs_reproduced", "printed outputs reproduced")  # summarise judges it
 
@@ -496,3 +415,12 @@ def applying_claims(framework: str, run: RunRecord) -> list[str]:
 def as_frame(verdicts: list[Verdict]) -> pd.DataFrame:
     import pandas as pd
     return pd.DataFrame([asdict(v) for v in verdicts])
+
+
+# Every claim, in the documents' order of sections: those with rules of their own, which the
+# sections keep in their folders (loaded last: they are written with this module's words),
+# and the speed claims their declarations hold.
+WRITTEN, ACCURACY_CLAIMS = section_claims()
+CLAIMS: list[Claim] = sorted(
+    WRITTEN + [declared(s.name, spec) for s in SECTIONS.values() for spec in s.claims],
+    key=lambda claim: list(SECTIONS).index(claim.section))

@@ -80,7 +80,8 @@ class SpeedClaim:
     evidence names the ratio (default ``faster/slower``); ``document_section``: the
     section whose documents' figures of the same cases the report sets beside it, where
     the documents printed them under another section. Claims with rules of their own
-    are written in ``d2lperf.claims``."""
+    are written in the section's ``claims.py``, beside this declaration (``d2lperf.claims``
+    loads it: a rule judges, and the workers that read the declaration judge nothing)."""
 
     name: str
     text: str
