@@ -1,10 +1,8 @@
 """Which ceiling a timing's rate is set against, for every framework's device names."""
 
 import pytest
-import yaml
 
-from conftest import REPO
-from d2lperf import flops, workloads
+from d2lperf import flops, results, workloads
 
 
 def matches(pattern: str, names: list[str]) -> list[str]:
@@ -59,11 +57,12 @@ class OnlyThese(dict):
 
 
 def test_the_run_schema_requires_every_parameter_a_rate_is_computed_from():
-    """workflow/schemas/run.schema.yaml's `allOf` names, per section, the parameters a good
-    run keeps; work() reads no other, so a record that passes always has them."""
-    schema = yaml.safe_load((REPO / "workflow/schemas/run.schema.yaml").read_text())
+    """The run schema's rules (``results.rate_rules``, from the sections' declarations) name,
+    per section, the parameters a good run keeps; work() reads no other, so a record that
+    passes always has them."""
     required = {rule["if"]["properties"]["section"]["const"]:
-                rule["then"]["properties"]["parameters"]["required"] for rule in schema["allOf"]}
+                rule["then"]["properties"]["parameters"]["required"]
+                for rule in results.rate_rules()}
     cases = {"async_computation": ["dot_wait_to_read", "dot_asnumpy", "dot_asscalar",
                                    "dot_waitall", "loop_sync_each"],
              "auto_parallelism": ["cpu_only", "gpu_only", "gpu_compute", "copy_to_cpu",

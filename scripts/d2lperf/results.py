@@ -24,6 +24,7 @@ from d2lperf import energy
 from d2lperf.errors import NEEDS_GPU_CODE, NEEDS_GPUS
 from d2lperf.frameworks import DOCUMENTS, FRAMEWORKS, rule_name
 from d2lperf.records import Output, RunRecord, SampleRow
+from d2lperf.sections import SECTIONS
 from d2lperf.timing import Sample
 
 COLUMNS = ("section", "framework", "case", "metric", "unit", "process", "repeat", "position",
@@ -309,7 +310,31 @@ def _run_validator(schema_folder: str):
 
     schema = yaml.safe_load((Path(schema_folder) / "run.schema.yaml").read_text("utf-8"))
     schema["properties"]["framework"]["enum"] = list(FRAMEWORKS)
+    schema["allOf"] = [*schema.get("allOf", []), *rate_rules()]
     return finite_validator()(schema)
+
+
+# The types of the parameters a sample of a section with a process per device is counted
+# from (d2lperf.workloads.examples): its models, and the images of a sample, one per model.
+PER_SAMPLE_PARAMETERS = {"models": {"type": "array", "items": {"type": "string"}},
+                         "images": {"type": "array", "items": {"$ref": "#/$defs/count"}}}
+
+
+def rate_rules() -> list[dict[str, Any]]:
+    """The run schema's rule per section whose timings become rates
+    (``d2lperf.workloads.work``): a good run keeps the parameters they are computed from
+    (``Section.rate_parameters``), so that a record that passes always has them."""
+    rules = []
+    for entry in SECTIONS.values():
+        needed = entry.rate_parameters()
+        if not needed:
+            continue
+        typed = {k: v for k, v in PER_SAMPLE_PARAMETERS.items() if k in needed}
+        parameters = {"required": needed, **({"properties": typed} if typed else {})}
+        rules.append({
+            "if": {"properties": {"section": {"const": entry.name}, "status": {"const": "ok"}}},
+            "then": {"required": ["parameters"], "properties": {"parameters": parameters}}})
+    return rules
 
 
 # The folder a failed run's record keeps its section's last good run in (run.json and

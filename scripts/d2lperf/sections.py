@@ -73,6 +73,31 @@ REPEATED_REQUIRED = ("warmup", "repeats")
 
 
 @dataclass(frozen=True)
+class Matrices:
+    """The work one sample of a case performs on square float32 matrices, for its rate:
+    ``count`` of them (a number, or the name of the parameter that holds it) of side
+    ``side`` (the name of the parameter that holds it)."""
+
+    side: str
+    count: int | str = 1
+
+    def parameters(self) -> list[str]:
+        """The parameters its amount is computed from."""
+        return [self.side, *([self.count] if isinstance(self.count, str) else [])]
+
+    def times(self, parameters: Mapping[str, Any]) -> int:
+        return int(parameters[self.count]) if isinstance(self.count, str) else self.count
+
+
+class Dots(Matrices):
+    """Matrix products: 2 n³ FLOPs each (its rate in GFLOP/s)."""
+
+
+class Copies(Matrices):
+    """Copies of a matrix: 4 n² bytes each (its rate in GB/s)."""
+
+
+@dataclass(frozen=True)
 class SpeedClaim:
     """A claim declared with its section: ``faster`` takes less time than ``slower``,
     judged by the speed rule (``d2lperf.claims``) on their ratio of medians. ``text``: the
@@ -130,7 +155,9 @@ class Section:
     (more than 1) for a task per device spread over that many nodes; and a sample is a
     fixed number of images (``images``), not an epoch.
     ``models``: the models a training section trains (``d2lperf.flops`` counts their
-    FLOPs); its cases are ``<model>_<n>_device(s)``."""
+    FLOPs); its cases are ``<model>_<n>_device(s)``.
+    ``work``: what one sample of a case performs, ``{case: Dots(...) or Copies(...)}``,
+    from which summarise gives its rate (GFLOP/s, GB/s) and its share of the ceilings."""
 
     order: int
     title: str
@@ -157,6 +184,7 @@ class Section:
     documents_code: bool = True
     process_per_device: bool = False
     models: tuple[str, ...] = ()
+    work: Mapping[str, Matrices] = field(default_factory=dict)
 
     def options_schema(self) -> dict[str, object]:
         """The JSON schema of this section's entry in a preset."""
@@ -164,6 +192,16 @@ class Section:
             return dict(self.options)
         return {"type": "object", "additionalProperties": False,
                 "required": list(self.required), "properties": dict(self.options)}
+
+    def rate_parameters(self) -> list[str]:
+        """The parameters a good run keeps because its rates are computed from them (the
+        run record's schema requires them, ``results.rate_rules``): the sides and counts of
+        its work; a training section's images (``train_limit`` for an epoch; ``models`` and
+        ``images`` for a sample of a section with a process per device)."""
+        names = [name for work in self.work.values() for name in work.parameters()]
+        if self.models:
+            names += ["models", "images"] if self.process_per_device else ["train_limit"]
+        return list(dict.fromkeys(names))
 
     def has(self, framework: str) -> bool:
         """Whether ``framework`` has this section: its script is there."""

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from d2lperf import flops, machine
-from d2lperf.sections import SECTIONS
+from d2lperf.sections import SECTIONS, Copies, Dots
 
 FLOAT32_BYTES = 4
 # Fashion-MNIST's training set: an epoch trains on all of it, or on --train-limit images.
@@ -71,20 +71,15 @@ def record_rate(rec: Any, case: str, amount: float, unit: str, seconds: list[flo
 
 
 def work(section: str, case: str, parameters: Mapping[str, Any]) -> tuple[float, str] | None:
-    """(amount, "GFLOP" or "GB") that one sample of this case performs, where known."""
-    if section == "async_computation":
-        n = parameters["size"]
-        dots = {"dot_wait_to_read": 1, "dot_asnumpy": 1, "dot_asscalar": 1, "dot_waitall": 2}
-        if case in dots:
-            return dot_gflop(n, dots[case]), "GFLOP"
-    if section == "auto_parallelism":
-        dots = parameters["dots"]
-        if case == "cpu_only":
-            return dot_gflop(parameters["cpu_size"], dots), "GFLOP"
-        if case in ("gpu_only", "gpu_compute"):
-            return dot_gflop(parameters["gpu_size"], dots), "GFLOP"
-        if case in ("copy_to_cpu", "copy_to_cpu_pinned"):
-            return dots * parameters["gpu_size"] ** 2 * FLOAT32_BYTES / 1e9, "GB"
+    """(amount, "GFLOP" or "GB") that one sample of this case performs, where known: as its
+    section declares it (``Section.work``), or a training case's model's FLOPs."""
+    entry = SECTIONS.get(section)
+    matrices = entry.work.get(case) if entry else None
+    if isinstance(matrices, Dots):
+        return dot_gflop(parameters[matrices.side], matrices.times(parameters)), "GFLOP"
+    if isinstance(matrices, Copies):
+        side = parameters[matrices.side]
+        return matrices.times(parameters) * side**2 * FLOAT32_BYTES / 1e9, "GB"
     model = training_model(section, case)
     if model:
         return flops.train_flops(model) * examples(section, model, parameters) / 1e9, "GFLOP"

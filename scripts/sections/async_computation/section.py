@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from d2lperf.sections import COUNT, REPEATED, REPEATED_REQUIRED, SIZE, Section
+from d2lperf.sections import COUNT, REPEATED, REPEATED_REQUIRED, SIZE, Dots, Section
 
 SECTION = Section(
     order=2,
@@ -14,4 +14,7 @@ SECTION = Section(
     document_options=(("--size", 2000, "side of the square matrices"),
                       ("--loop-iterations", 1000, "x + 1 operations per timed loop")),
     blas=True,
+    # each dot(x, x) of size x size; waitall waits for two
+    work={"dot_wait_to_read": Dots("size"), "dot_asnumpy": Dots("size"),
+          "dot_asscalar": Dots("size"), "dot_waitall": Dots("size", 2)},
 )

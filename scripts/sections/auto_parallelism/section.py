@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from d2lperf.sections import COUNT, REPEATED, REPEATED_REQUIRED, SIZE, Section
+from d2lperf.sections import COUNT, REPEATED, REPEATED_REQUIRED, SIZE, Copies, Dots, Section
 
 SECTION = Section(
     order=4,
@@ -16,4 +16,8 @@ SECTION = Section(
                       ("--dots", 10, "matrix products per run(x)")),
     gpus=1,
     blas=True,
+    # run(x): dots products of x with itself; copies of the products to the CPU
+    work={"cpu_only": Dots("cpu_size", "dots"), "gpu_only": Dots("gpu_size", "dots"),
+          "gpu_compute": Dots("gpu_size", "dots"), "copy_to_cpu": Copies("gpu_size", "dots"),
+          "copy_to_cpu_pinned": Copies("gpu_size", "dots")},
 )
