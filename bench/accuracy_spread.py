@@ -41,8 +41,8 @@ def accuracies(out: Path) -> list[float]:
 def train(framework: str, seed: int, args: argparse.Namespace, tmp: Path) -> list[float]:
     out = tmp / f"{framework}-{seed}"
     out.mkdir()
-    command = [str(PYTHONS[framework]), "-P",  # the folder's mxnet.py is not MXNet
-               str(REPO / "scripts/sections/multi_gpu_scratch" / f"{framework}.py"),
+    command = [str(PYTHONS[framework]),
+               str(REPO / f"scripts/sections/multi_gpu_scratch/multi_gpu_scratch_{framework}.py"),
                "--devices", "1", "--batch-sizes", "256", "--learning-rates", "0.2",
                "--epochs", str(args.epochs), "--seed", str(seed),
                "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json"),

@@ -60,7 +60,7 @@ SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 
 def run_section(section: str, framework: str, python: Path, options: dict,
                 out: Path) -> tuple[dict, pd.DataFrame, float]:
-    script = REPO / "scripts/sections" / section / f"{framework}.py"
+    script = REPO / "scripts/sections" / section / f"{section}_{framework}.py"
     out.mkdir(parents=True)
     extra = {"export_dir": out / "model"} if section == "hybridize" else {}
     # measured as its rule measures it: the manager (this, the workflow's interpreter)

@@ -117,11 +117,10 @@ def a_job_started(output: str) -> bool:
 
 def run_script(python: Path, script: str, *args: str, timeout: int = 600,
                env: dict[str, str] | None = None):
-    """A section's script (``sections/<name>/<framework>.py``, under scripts/) run by hand,
-    as docs/design.md says to: ``python -P`` (its folder's mxnet.py and jax.py are not the
-    frameworks)."""
+    """A section's script (``sections/<name>/<name>_<framework>.py``, under scripts/) run by
+    hand."""
     return subprocess.run(
-        [str(python), "-P", str(REPO / "scripts" / script), *args],
+        [str(python), str(REPO / "scripts" / script), *args],
         capture_output=True, text=True, timeout=timeout, env=env,
     )
 
@@ -215,10 +214,11 @@ def measure(python: Path, script: Path | str, *args: str, section: str | None = 
     """A section measured as its rule measures it: the manager (`d2lperf measure`, in this,
     the workflow's interpreter) running the worker ``script`` (under scripts/, or a path)
     with ``python``; its section and framework from the script's path
-    (``sections/<section>/<framework>.py``) unless given."""
+    (``sections/<section>/<section>_<framework>.py``) unless given."""
     path = Path(script) if Path(script).is_absolute() else REPO / "scripts" / script
     command = [sys.executable, "-m", "d2lperf", "measure",
-               "--section", section or path.parent.name, "--framework", framework or path.stem,
+               "--section", section or path.parent.name,
+               "--framework", framework or path.stem.removeprefix(path.parent.name + "_"),
                "--python", str(python), "--script", str(path), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
                           **popen)

@@ -128,7 +128,7 @@ def add_the_toy(work: Path) -> None:
     assert row in design.read_text(encoding="utf-8"), "the recipe's layer row moved"
     design.write_text(design.read_text(encoding="utf-8").replace(
         row, row[:-len("torch")] + "toy torch", 1), encoding="utf-8")
-    (work / "scripts/sections/hybridize/toy.py").write_text(SCRIPT, encoding="utf-8")
+    (work / "scripts/sections/hybridize/hybridize_toy.py").write_text(SCRIPT, encoding="utf-8")
     (work / "envs/toy.lock.txt").write_text("numpy==2.4.6\n", encoding="utf-8")
     (work / "envs/toy.yaml").write_text("dependencies: [python=3.11, pip, {pip: "
                                         "[-r toy.lock.txt]}]\n", encoding="utf-8")
@@ -155,7 +155,7 @@ def test_a_framework_added_in_four_places_reaches_the_report(ci_run, tmp_path,
     add_the_toy(work)
     assert touched(work) == ["docs/design.md", "envs/toy.lock.txt", "envs/toy.yaml",
                              "scripts/d2lperf/frameworks.py", "scripts/d2lperf/toy.py",
-                             "scripts/sections/hybridize/toy.py"]
+                             "scripts/sections/hybridize/hybridize_toy.py"]
     # what the tree's own tests check of a framework holds for it: the registry and the
     # interface its scripts call, the layers, ruff
     checks_pass(work, "tests/test_layers.py", "tests/test_lint.py::test_ruff",

@@ -149,15 +149,15 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
     shutil.copytree(results, work / "results" / CI_MACHINE, copy_function=shutil.copy)
     (work / "scripts/sections" / NAME).mkdir()
     for framework, (module, make, options) in MAKE.items():
-        script = work / "scripts/sections" / NAME / f"{framework}.py"
+        script = work / "scripts/sections" / NAME / f"{NAME}_{framework}.py"
         devices = "from d2lperf import devices as device_options\n" if options else ""
         script.write_text(SCRIPT.format(framework=framework, module=module, name=NAME,
                                         make=make, options=options, devices=devices),
                           encoding="utf-8")
     register(work)
     assert touched(work) == ["config/config.yaml", f"scripts/sections/{NAME}/labels.csv",
-                             f"scripts/sections/{NAME}/mxnet.py",
-                             f"scripts/sections/{NAME}/pytorch.py",
+                             f"scripts/sections/{NAME}/{NAME}_mxnet.py",
+                             f"scripts/sections/{NAME}/{NAME}_pytorch.py",
                              f"scripts/sections/{NAME}/section.py"]
     # what the tree's own tests check of every section holds for this one: the table and
     # the presets, which frameworks have it, the layers, ruff

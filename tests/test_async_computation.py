@@ -8,6 +8,8 @@ import pytest
 from conftest import SINGLE_PROCESS, read_rows, read_run, run_script, run_section, samples_by_case
 from d2lperf.describe import Stats
 
+MXNET_SCRIPT = "sections/async_computation/async_computation_mxnet.py"  # under scripts/
+
 CASES = ["dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read", "dot_waitall",
          "dot_asscalar", "dot_asnumpy", "add_loop_synchronous", "add_loop_asynchronous"]
 
@@ -15,7 +17,7 @@ CASES = ["dot_sum_queued", "dot_sum_finished", "dot_no_sync", "dot_wait_to_read"
 @pytest.fixture(scope="module")
 def async_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("async_computation")
-    done = run_section(experiment_python, "sections/async_computation/mxnet.py", out,
+    done = run_section(experiment_python, MXNET_SCRIPT, out,
                        "--size", "500",
                        "--loop-iterations", "20", "--warmup", "1", "--repeats", "3",
                        "--threads", "1")
@@ -65,7 +67,7 @@ def test_run_record_says_how_it_ran(async_run):
 
 
 def test_rejects_zero_size(experiment_python):
-    done = run_script(experiment_python, "sections/async_computation/mxnet.py", "--size", "0",
+    done = run_script(experiment_python, MXNET_SCRIPT, "--size", "0",
                       "--csv", "x", "--sidecar", "y")
     assert done.returncode == 2
     assert "--size: must be a positive integer, got 0" in done.stderr

@@ -150,7 +150,7 @@ def test_run_record_says_how_it_ran(memory_run):
     (["--batches", "4", "--report-every", "5"], "--report-every (5) must not exceed --batches (4)"),
 ])
 def test_rejects_bad_options(experiment_python, tmp_path, args, message):
-    done = run_script(experiment_python, "sections/async_memory/mxnet.py", *args,
+    done = run_script(experiment_python, "sections/async_memory/async_memory_mxnet.py", *args,
                       "--csv", str(tmp_path / "x.csv"), "--sidecar", str(tmp_path / "y.json"))
     assert done.returncode == 2
     assert message in done.stderr

@@ -11,6 +11,8 @@ import pytest
 from conftest import REPO, SINGLE_PROCESS, read_rows, run_section
 from d2lperf import hostlock
 
+MXNET_SCRIPT = "sections/auto_parallelism/auto_parallelism_mxnet.py"  # under scripts/
+
 SMALL = ("--cpu-size", "100", "--gpu-size", "150", "--dots", "3",
          "--warmup", "1", "--repeats", "2")
 CASES = {  # case: devices, in the document's order
@@ -26,7 +28,7 @@ TIMEOUT = 120
 
 
 def run(python, out, *args):
-    return run_section(python, "sections/auto_parallelism/mxnet.py", out, *args, timeout=TIMEOUT)
+    return run_section(python, MXNET_SCRIPT, out, *args, timeout=TIMEOUT)
 
 
 rows = read_rows
@@ -86,7 +88,7 @@ def test_the_progress_lines_are_the_same_when_the_section_waited_for_the_lock(
         with open(stderr, "w") as errors:
             section = subprocess.Popen(
                 [str(experiment_python),
-                 str(REPO / "scripts/sections/auto_parallelism/mxnet.py"), *SMALL, "--on",
+                 str(REPO / "scripts" / MXNET_SCRIPT), *SMALL, "--on",
                  "cpu", "--threads", "1", "--csv", str(tmp_path / "samples.csv"),
                  "--sidecar", str(tmp_path / "run.json")],
                 stdout=subprocess.PIPE, stderr=errors, text=True,

@@ -125,7 +125,7 @@ def test_make_bench_writes_what_each_benchmark_printed_into_the_measurements_fil
 
 
 def test_the_recorder_runs_only_scripts_in_bench(tmp_path):
-    for command in (("x", "scripts/sections/hybridize/mxnet.py"), ("x", "/bin/true"),
+    for command in (("x", "scripts/sections/hybridize/hybridize_mxnet.py"), ("x", "/bin/true"),
                     ("Bad Name", "bench/record.py")):
         done = record(tmp_path / "m.md", *command, timeout=60)
         assert done.returncode == 2 and "bench/record.py: " in done.stderr, done.stderr

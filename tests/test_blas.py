@@ -21,6 +21,8 @@ from conftest import (
 )
 from d2lperf.blas import BlasError, check_is_blas, find_system_blas
 
+MXNET_SCRIPT = "sections/async_computation/async_computation_mxnet.py"  # under scripts/
+
 DEBIAN_OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0")
 needs_openblas = pytest.mark.skipif(
     not DEBIAN_OPENBLAS.exists(),
@@ -88,7 +90,7 @@ def test_a_blas_that_computes_something_else_is_refused(tmp_path, experiment_pyt
     wrong = tmp_path / "wrong.npz"
     np.savez(wrong, x=stored["x"], dot=stored["dot"] * 1.001)
     out = tmp_path / "run"
-    done = run_script(experiment_python, "sections/async_computation/mxnet.py", "--size", "100",
+    done = run_script(experiment_python, MXNET_SCRIPT, "--size", "100",
                       "--loop-iterations", "2", "--repeats", "1", "--threads", "1",
                       "--blas-reference", str(wrong), "--csv", str(out / "samples.csv"),
                       "--sidecar", str(out / "run.json"))
@@ -163,7 +165,7 @@ def test_coretype_names_are_checked_naming_the_key():
 
 def section_run(python, tmp_path, env=None, extra=()):
     out = tmp_path / "run"
-    done = run_script(python, "sections/async_computation/mxnet.py", "--size", "100",
+    done = run_script(python, MXNET_SCRIPT, "--size", "100",
                       "--loop-iterations", "2", "--repeats", "1", "--threads", "1", *extra,
                       "--csv", str(out / "samples.csv"), "--sidecar", str(out / "run.json"),
                       env=None if env is None else {**os.environ, **env})
@@ -306,7 +308,7 @@ def test_an_empty_blas_variable_is_never_passed_on(workflow_copy):
     done, said = dry_run(workflow_copy, env={"OPENBLAS_CORETYPE": ""})
     assert done.returncode == 0, said[-3000:]
     commands = [line for line in said.splitlines()
-                if "sections/async_computation/mxnet.py" in line and "--sidecar" in line]
+                if MXNET_SCRIPT in line and "--sidecar" in line]
     assert commands and all("env -u OPENBLAS_CORETYPE " in line for line in commands)
 
 

@@ -60,7 +60,7 @@ def test_make_installs_the_package_of_this_tree_in_each_environment(tmp_path, py
 def test_a_section_script_runs_by_hand_as_one_file(tmp_path):
     """As the README says: the framework's interpreter and the script's path, nothing else."""
     done = subprocess.run([str(EXPERIMENT_PYTHON),
-                           str(REPO / "scripts/sections/hybridize/mxnet.py"), "--help"],
+                           str(REPO / "scripts/sections/hybridize/hybridize_mxnet.py"), "--help"],
                           capture_output=True, text=True, cwd=tmp_path,
                           env=without_pythonpath(), timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -141,4 +141,4 @@ def test_both_hybridize_scripts_time_the_aa_pair_with_swapped_roles():
 
     folder = Path(__file__).resolve().parents[1] / "scripts/sections/hybridize"
     for framework in ("mxnet", "pytorch"):
-        assert "timing.aa_roles(" in (folder / f"{framework}.py").read_text(), framework
+        assert "timing.aa_roles(" in (folder / f"hybridize_{framework}.py").read_text(), framework

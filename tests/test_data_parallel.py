@@ -25,7 +25,7 @@ from conftest import (
     wait_for,
 )
 
-SCRIPT = "sections/data_parallel/pytorch.py"
+SCRIPT = "sections/data_parallel/data_parallel_pytorch.py"
 PRESET = ci_preset("data_parallel")
 # A tiny run: 512 images per sample, 2 steps on one device, 1 on two.
 TINY = ["--models", "lenet", "--images", "512", "--learning-rates", "0.2",
@@ -303,8 +303,8 @@ def test_a_model_without_its_images_is_refused(tmp_path, torch_python):
 
 
 SCRIPTS = {"pytorch": ("torch_python", SCRIPT),
-           "jax": ("jax_python", "sections/data_parallel/jax.py"),
-           "mxnet": ("experiment_python", "sections/data_parallel/mxnet.py")}
+           "jax": ("jax_python", "sections/data_parallel/data_parallel_jax.py"),
+           "mxnet": ("experiment_python", "sections/data_parallel/data_parallel_mxnet.py")}
 
 
 def role(pid: int) -> str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, copy_workflow
-from d2lperf import frameworks
+from d2lperf import frameworks, sections
 
 
 def fake_python(tmp_path, printed: str, code: int = 0):
@@ -92,22 +92,25 @@ def test_every_registered_framework_is_complete():
     in a section's folder is a registered framework's, but its declaration and claims."""
     assert frameworks.FRAMEWORKS[0] == frameworks.DOCUMENTS
     for name, entry in frameworks.REGISTRY.items():
-        scripts = sorted((REPO / "scripts/sections").glob(f"*/{name}.py"))
+        scripts = sorted(sections.script(s, name) for s in sections.names()
+                         if sections.script(s, name).is_file())
         assert scripts, name
         assert (REPO / entry.environment).is_file(), entry.environment
         assert (REPO / entry.lock).is_file(), entry.lock
         defined = defined_in(REPO / "scripts" / (entry.module.replace(".", "/") + ".py"))
         wanted = LIBRARY_CALLS | called_by_scripts(scripts)
         assert wanted <= defined, (name, sorted(wanted - defined))
-    scripts = {p.stem for p in (REPO / "scripts/sections").glob("*/*.py")}
-    assert scripts == {*frameworks.FRAMEWORKS, "section", "claims"}
+    for script in (REPO / "scripts/sections").glob("*/*.py"):
+        section = script.parent.name
+        assert script.stem in {"section", "claims", *(f"{section}_{f}" for f in
+                                                      frameworks.FRAMEWORKS)}, script
 
 
 def test_the_interface_check_reads_what_the_scripts_call(tmp_path):
     (tmp_path / "toy.py").write_text("from d2lperf import jax as d2l\nd2l.sync(d2l.seed(0))\n")
     assert called_by_scripts([tmp_path / "toy.py"]) == {"sync", "seed"}
     assert {"devices", "sync", "load_data"} <= called_by_scripts(
-        (REPO / "scripts/sections").glob(f"*/{frameworks.DOCUMENTS}.py"))
+        (REPO / "scripts/sections").glob(f"*/*_{frameworks.DOCUMENTS}.py"))
 
 
 def test_rule_names_carry_the_framework_except_the_documents():

@@ -8,11 +8,13 @@ import pytest
 from conftest import measure, run_script
 from d2lperf.results import FORMAT_VERSION
 
+MXNET_SCRIPT = "sections/hybridize/hybridize_mxnet.py"  # under scripts/
+
 
 @pytest.fixture(scope="module")
 def hybridize_run(tmp_path_factory, experiment_python):
     out = tmp_path_factory.mktemp("hybridize")
-    done = measure(experiment_python, "sections/hybridize/mxnet.py", "--forward-passes",
+    done = measure(experiment_python, MXNET_SCRIPT, "--forward-passes",
                       "20", "--warmup", "1", "--repeats", "2", "--processes", "2",
                       # one stage: these tests are about fresh processes (test_stages: stages)
                       "--budget-seconds", "0.01",
@@ -83,7 +85,7 @@ def test_run_record_says_how_it_ran(hybridize_run):
 
 
 def test_rejects_zero_repeats(experiment_python, tmp_path):
-    done = run_script(experiment_python, "sections/hybridize/mxnet.py", "--repeats", "0",
+    done = run_script(experiment_python, MXNET_SCRIPT, "--repeats", "0",
                       "--csv", "x", "--sidecar", "y", "--export-dir", str(tmp_path))
     assert done.returncode == 2
     assert "--repeats: must be a positive integer, got 0" in done.stderr
@@ -92,7 +94,7 @@ def test_rejects_zero_repeats(experiment_python, tmp_path):
 @pytest.mark.parametrize("option, value", [("--probe-seconds", "0"), ("--probe-seconds", "-1"),
                                            ("--probe-seconds", "x"), ("--seed", "-1")])
 def test_rejects_bad_probe_and_seed(experiment_python, tmp_path, option, value):
-    done = run_script(experiment_python, "sections/hybridize/mxnet.py", option, value,
+    done = run_script(experiment_python, MXNET_SCRIPT, option, value,
                       "--csv", "x", "--sidecar", "y", "--export-dir", str(tmp_path))
     assert done.returncode == 2
     assert f"argument {option}: must be" in done.stderr
@@ -103,7 +105,7 @@ def test_rejects_bad_probe_and_seed(experiment_python, tmp_path, option, value):
                                            ("--band", "1")])
 def test_the_manager_rejects_bad_processes_budget_and_band(experiment_python, tmp_path,
                                                            option, value):
-    done = measure(experiment_python, "sections/hybridize/mxnet.py", option, value,
+    done = measure(experiment_python, MXNET_SCRIPT, option, value,
                    "--csv", "x", "--sidecar", "y", "--export-dir", str(tmp_path))
     assert done.returncode == 2
     assert f"argument {option}: must be" in done.stderr
@@ -111,7 +113,7 @@ def test_the_manager_rejects_bad_processes_budget_and_band(experiment_python, tm
 
 def test_a_worker_refuses_what_only_the_manager_does(experiment_python, tmp_path):
     """Run by hand, a section measures in one process: asked for more, it says where to."""
-    done = run_script(experiment_python, "sections/hybridize/mxnet.py", "--processes", "2",
+    done = run_script(experiment_python, MXNET_SCRIPT, "--processes", "2",
                       "--csv", "x", "--sidecar", "y", "--export-dir", str(tmp_path))
     assert done.returncode == 2
     assert "unrecognized arguments: --processes 2" in done.stderr

@@ -16,7 +16,7 @@ SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 
 
 def section(name: str) -> str:
-    return f"sections/{name}/jax.py"
+    return f"sections/{name}/{name}_jax.py"
 
 
 def run(python, name, out, *extra, timeout=600):

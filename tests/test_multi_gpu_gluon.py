@@ -13,7 +13,7 @@ PRESET = ci_preset("multi_gpu_gluon")
 
 
 def run(python, out, *args):
-    return run_section(python, "sections/multi_gpu_gluon/mxnet.py", out, *args)
+    return run_section(python, "sections/multi_gpu_gluon/multi_gpu_gluon_mxnet.py", out, *args)
 
 
 @pytest.fixture(scope="module")

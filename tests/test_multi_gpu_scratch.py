@@ -13,6 +13,8 @@ import pytest
 from conftest import REPO, read_rows, run_section
 from d2lperf import training
 
+MXNET_SCRIPT = "sections/multi_gpu_scratch/multi_gpu_scratch_mxnet.py"  # under scripts/
+
 SMALL = ("--on", "cpu", "--devices", "1", "2", "--batch-sizes", "64", "64",
          "--learning-rates", "0.2", "0.2", "--epochs", "2", "--data-workers", "0",
          "--train-limit", "512", "--test-limit", "256", "--threads", "1")
@@ -33,7 +35,7 @@ DOCUMENT = {
 
 
 def run(python, out, *args):
-    return run_section(python, "sections/multi_gpu_scratch/mxnet.py", out, *args)
+    return run_section(python, MXNET_SCRIPT, out, *args)
 
 
 rows = read_rows
@@ -168,7 +170,7 @@ def test_missing_data_set_ends_the_run_with_where_it_looked(experiment_python, t
         from d2lperf import data
         data.DEBIAN_PACKAGE = data.Path({str(tmp_path / "debian")!r})
         sys.argv[0] = "multi_gpu_scratch.py"
-        runpy.run_path({str(REPO / "scripts/sections/multi_gpu_scratch/mxnet.py")!r},
+        runpy.run_path({str(REPO / "scripts" / MXNET_SCRIPT)!r},
                        run_name="__main__")
     """)
     (tmp_path / "home").mkdir()

@@ -26,6 +26,8 @@ from conftest import REPO, run_command, run_section
 from d2lperf import cuda_arch, mxnet_gpu, provenance
 from d2lperf.commands import mxnet_build
 
+MXNET_SCRIPT = "sections/multi_gpu_scratch/multi_gpu_scratch_mxnet.py"  # under scripts/
+
 DATA = REPO / "tests" / "data"
 MXNET_LIKE = DATA / "libfatbin_sm80_sm86.so"
 WITH_PTX = DATA / "libfatbin_sm80_sm86_ptx90.so"
@@ -322,7 +324,7 @@ def test_machine_info_records_the_preflight(gpu, on_machine, experiment_python, 
 def test_a_gpu_section_on_an_h200_is_skipped_with_the_reason(on_machine, experiment_python,
                                                              tmp_path):
     on_machine("h200")
-    done = run_section(experiment_python, "sections/multi_gpu_scratch/mxnet.py", tmp_path,
+    done = run_section(experiment_python, MXNET_SCRIPT, tmp_path,
                        "--on", "gpu",
                        "--devices", "1", "--batch-sizes", "64", "--learning-rates", "0.1")
     assert done.returncode == 0, done.stderr
@@ -337,7 +339,7 @@ def test_a_gpu_section_on_an_h200_is_skipped_with_the_reason(on_machine, experim
 
 def test_more_gpus_than_there_are_still_says_how_many(on_machine, experiment_python, tmp_path):
     on_machine("h200")
-    done = run_section(experiment_python, "sections/multi_gpu_scratch/mxnet.py", tmp_path,
+    done = run_section(experiment_python, MXNET_SCRIPT, tmp_path,
                        "--on", "gpu",
                        "--devices", "64", "--batch-sizes", "64", "--learning-rates", "0.1")
     assert done.returncode == 0, done.stderr
@@ -374,7 +376,7 @@ def test_mxnet_gpu_variables_are_recorded_with_their_defaults():
 
 def test_ceilings_leave_out_gpus_mxnet_cannot_run_on(on_machine, experiment_python, tmp_path):
     on_machine("h200")
-    done = run_section(experiment_python, "sections/ceilings/mxnet.py", tmp_path,
+    done = run_section(experiment_python, "sections/ceilings/ceilings_mxnet.py", tmp_path,
                        "--dot-sizes", "64",
                        "--copy-mb", "1", "--warmup", "0", "--repeats", "1")
     assert done.returncode == 0, done.stderr

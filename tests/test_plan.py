@@ -43,7 +43,7 @@ def test_one_job_per_section_and_framework_that_has_it_in_the_documents_order():
                 if sections.SECTIONS[s].has(f)]
     assert [(j.section, j.framework) for j in jobs] == expected
     hybridize = by_rule(jobs)["hybridize_pytorch"]
-    assert hybridize.script == "scripts/sections/hybridize/pytorch.py"
+    assert hybridize.script == "scripts/sections/hybridize/hybridize_pytorch.py"
     assert hybridize.csv == "results/m/hybridize_pytorch/samples.csv"
     assert hybridize.sidecar == "results/m/hybridize_pytorch/run.json"
     assert hybridize.log == "results/m/logs/hybridize_pytorch.log"
@@ -142,7 +142,7 @@ def test_d2lperf_plan_says_the_jobs_in_words_starting_none(capsys):
     first, *rest = out.splitlines()
     assert first.startswith("4 timing jobs on ") and "one at a time" in first
     assert "- hybridize: " in out and "- data_parallel_jax: " in out
-    assert "    scripts/sections/data_parallel/jax.py --threads " in out
+    assert "    scripts/sections/data_parallel/data_parallel_jax.py --threads " in out
     assert "--device-counts 1 2" in out  # the ci preset's
     assert "with OMP_NUM_THREADS=" in out
 

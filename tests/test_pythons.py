@@ -31,6 +31,8 @@ from d2lperf.manager import MANAGER_OPTIONS
 from d2lperf.presets import cli_args, for_framework
 from d2lperf.report.comparison import differences
 
+MXNET_SCRIPT = "sections/hybridize/hybridize_mxnet.py"  # under scripts/
+
 LOCK = REPO / "envs/mxnet.lock.txt"
 SUPPORTED = ["3.11", "3.12", "3.13"]
 
@@ -361,7 +363,7 @@ def test_mxnet_environment_runs_hybridize_on_each_python(mxnet_env, tmp_path):
     assert restored.returncode == 0, restored.stderr
     options = {k: v for k, v in for_framework(ci_preset("hybridize"), "mxnet").items()
                if k not in MANAGER_OPTIONS}  # one process, by hand
-    done = run_section(python, "sections/hybridize/mxnet.py", tmp_path, *cli_args(options),
+    done = run_section(python, MXNET_SCRIPT, tmp_path, *cli_args(options),
                        "--threads", "1", "--probe-seconds", "0.02",
                        "--export-dir", str(tmp_path / "model"))
     assert done.returncode == 0, done.stderr[-3000:]

@@ -25,7 +25,7 @@ SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
 
 
 def section(name: str) -> str:
-    return f"sections/{name}/pytorch.py"
+    return f"sections/{name}/{name}_pytorch.py"
 
 
 def run(python, name, out, *args, timeout=600):
@@ -433,7 +433,7 @@ SECTIONS = [s for s in section_table.names() if section_table.SECTIONS[s].has("p
 
 
 def test_every_mxnet_section_has_a_pytorch_twin_of_the_same_name():
-    twins = (REPO / "scripts/sections").glob("*/pytorch.py")
+    twins = (REPO / "scripts/sections").glob("*/*_pytorch.py")
     assert sorted(p.parent.name for p in twins) == sorted(SECTIONS)
 
 
@@ -476,7 +476,7 @@ t.is_cuda = lambda device: True
 t.devices = lambda kind, count: [torch.device("cpu")] * count
 
 def load(name):
-    path = f"sections/{name}/pytorch.py"
+    path = f"sections/{name}/{name}_pytorch.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
     return module

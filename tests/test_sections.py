@@ -53,7 +53,7 @@ def test_which_frameworks_have_a_section_follows_from_their_scripts(tmp_path, mo
         assert entry.has(frameworks.DOCUMENTS) or not entry.documents_code, name
     monkeypatch.setattr(sections, "SCRIPTS", tmp_path)
     (tmp_path / "hybridize").mkdir()
-    (tmp_path / "hybridize" / "toy.py").write_text("")
+    (tmp_path / "hybridize" / "hybridize_toy.py").write_text("")
     assert sections.SECTIONS["hybridize"].has("toy")
     assert not sections.SECTIONS["ceilings"].has("toy")
     assert not sections.SECTIONS["hybridize"].has("mxnet")  # its folder is elsewhere now

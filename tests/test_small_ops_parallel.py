@@ -6,11 +6,13 @@ import pytest
 
 from conftest import SINGLE_PROCESS, read_rows, run_section
 
+MXNET_SCRIPT = "sections/small_ops_parallel/small_ops_parallel_mxnet.py"  # under scripts/
+
 CASES = ["generate_x", "generate_y", "generate_x_and_y"]
 
 
 def run(python, out, *args):
-    return run_section(python, "sections/small_ops_parallel/mxnet.py", out, *args, timeout=120)
+    return run_section(python, MXNET_SCRIPT, out, *args, timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
 """The frameworks that run the sections, once: every list of frameworks reads ``REGISTRY``.
 
-A framework is a script in each section's folder (``scripts/sections/*/<name>.py``), a
-module of ``d2lperf`` with what it does differently (``devices``, ``sync``, ``seed``, the data
-loaders, ``build_info``; d2l's ``mxnet.py``/``torch.py`` idiom), an environment
-(``envs/<...>.yaml`` and its lock) with the interpreter a config key names, and how the
-plots and the report draw it. The first one is the documents' framework: rule and
-folder names carry no suffix for it, and records written before there were several
-frameworks are its.
+A framework is a script in each section's folder
+(``scripts/sections/<section>/<section>_<name>.py``), a module of ``d2lperf`` with what
+it does differently (``devices``, ``sync``, ``seed``, the data loaders, ``build_info``;
+d2l's ``mxnet.py``/``torch.py`` idiom), an environment (``envs/<...>.yaml`` and its
+lock) with the interpreter a config key names, and how the plots and the report draw it.
+The first one is the documents' framework: rule and folder names carry no suffix for it,
+and records written before there were several frameworks are its.
 
 Is each framework the config asks for there, before any job runs? ``problem`` asks the
 interpreter for the framework's version in a short subprocess that does not import it

@@ -409,7 +409,9 @@ def join(script: str, function: str, coordinator: str) -> None:
     conn.send((rank, env.get("SLURMD_NODENAME", socket.gethostname())))
     job = conn.recv()
     path = Path(script)
-    target = getattr(sections.load_script(path.stem, path.parent.name), function)
+    section = path.parent.name  # scripts/sections/<section>/<section>_<framework>.py
+    framework = path.stem.removeprefix(f"{section}_")
+    target = getattr(sections.load_script(framework, section), function)
     begin(target, rank, world, local, node_address(), job, conn)
 
 

@@ -180,13 +180,9 @@ def worker_environment() -> dict[str, str]:
     is a script started by its path in its framework's interpreter, which may have no
     d2lperf installed (a GPU image's Python, a conda environment) or another copy of it, and
     must import the very package its manager runs (a checkout or a copy of the workflow
-    measures with its own code). Its own children inherit it.
-    PYTHONSAFEPATH (Python 3.11's ``-P``): the script's folder is not put on sys.path, since
-    a section's folder holds a ``mxnet.py`` and a ``jax.py`` that would stand in for the
-    frameworks themselves."""
+    measures with its own code). Its own children inherit it."""
     rest = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, rest])),
-            "PYTHONSAFEPATH": "1"}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, rest]))}
 
 
 class Worker:

@@ -208,7 +208,7 @@ def jobs(config: Mapping[str, Any], facts: Facts,
                 for_framework(preset[section], framework), cluster_gpus=cluster_gpus)
             found.append(Job(
                 section=section, framework=framework, rule=rule,
-                script=f"scripts/sections/{section}/{framework}.py",
+                script=f"scripts/sections/{section}/{section}_{framework}.py",
                 args=arguments(config, facts, section, framework),
                 environment=environment(config, facts, section, framework),
                 resources={**resources, "machine_lock": MACHINE_LOCK},

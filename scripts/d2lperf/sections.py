@@ -143,7 +143,7 @@ class Section:
     ``blas``: its timings rest on BLAS calls (a BLAS variant checks its numerics);
     ``exports_model``: its script writes a model folder beside its results.
     Which frameworks have it follows from their scripts (``has``: a
-    ``scripts/sections/<name>/<framework>.py`` exists).
+    ``scripts/sections/<name>/<name>_<framework>.py`` exists).
     ``takes_device``: its scripts take ``--on`` (the ceilings measure every device there is).
     ``runtime`` (minutes) and ``mem_mb``: what each of its jobs asks SLURM for.
     ``claims``: its claims that are one case faster than another (``SpeedClaim``).
@@ -212,8 +212,9 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "sections"  # a folder per secti
 
 
 def script(section: str, framework: str) -> Path:
-    """A framework's script of a section: ``scripts/sections/<section>/<framework>.py``."""
-    return SCRIPTS / section / f"{framework}.py"
+    """A framework's script of a section: ``scripts/sections/<section>/<section>_<framework>.py``
+    (named after both: a ``mxnet.py`` would stand in for MXNet where it is run)."""
+    return SCRIPTS / section / f"{section}_{framework}.py"
 
 
 DECLARATION = "section.py"  # in a section's folder: SECTION = Section(...)

@@ -1,8 +1,8 @@
 """Count the FLOPs per example of the models the training sections train (report/model_flops.csv).
 
 One count per architecture, with PyTorch's ``torch.utils.flop_counter.FlopCounterMode``
-on the very LeNet (sections/multi_gpu_scratch/pytorch.py) and ResNet-18
-(sections/multi_gpu_gluon/pytorch.py) that the PyTorch twins train: one forward pass
+on the very LeNet (sections/multi_gpu_scratch/multi_gpu_scratch_pytorch.py) and ResNet-18
+(sections/multi_gpu_gluon/multi_gpu_gluon_pytorch.py) that the PyTorch twins train: one forward pass
 and one backward pass of the loss, as a training step runs them, on a batch of
 Fashion-MNIST's shape (1x28x28), divided by the batch. Every framework's twin trains the
 same architecture on the same images, so the count holds for all of them

@@ -1,7 +1,7 @@
 """Machine ceilings in PyTorch: the rates its libraries reach here, beside MXNet's.
 
 The machine's ceiling is the best of every library present, so the report never sets a
-timing against a rate another library beats. This twin of sections/ceilings/mxnet.py
+timing against a rate another library beats. This twin of ceilings_mxnet.py
 measures PyTorch's own:
 - float32 ``torch.mm`` (GFLOP/s) on the CPU (MKL in the x86 wheels) at the same sizes,
   and bfloat16 where the CPU has a bfloat16 unit (AVX512_BF16 or AMX: oneDNN's kernels);

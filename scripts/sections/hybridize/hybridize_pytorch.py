@@ -1,6 +1,6 @@
 """Hybrid imperative and symbolic programming, in PyTorch (seeds/000: 命令式和符号式混合编程).
 
-The PyTorch twin of sections/hybridize/mxnet.py. d2l's PyTorch edition
+The PyTorch twin of hybridize_mxnet.py. d2l's PyTorch edition
 (chapter_computational-performance/hybridize.md) hybridizes with ``torch.jit.script``;
 today's PyTorch also compiles with ``torch.compile``. In the document's order:
 1. the imperative-vs-symbolic demo (plain Python, d2lperf.symbolic);

@@ -1,6 +1,6 @@
 """Asynchronous computation, in PyTorch (seeds/000: 异步计算).
 
-The PyTorch twin of sections/async_computation/mxnet.py, with the same case names. In
+The PyTorch twin of async_computation_mxnet.py, with the same case names. In
 the document's order:
 1. MXNet中的异步计算: queueing ``mm(x, x).sum()`` (``dot_sum_queued``), then waiting for
    the sum (``dot_sum_finished``); the sum itself;

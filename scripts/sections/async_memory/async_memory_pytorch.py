@@ -1,6 +1,6 @@
 """The effect of asynchronous computation on memory, in PyTorch (seeds/000: 异步计算对内存的影响).
 
-The PyTorch twin of sections/async_memory/mxnet.py, with the same case names: the
+The PyTorch twin of async_memory_mxnet.py, with the same case names: the
 document's training loop, an MLP 512-2048-512-1 with the L2 loss (Gluon's L2Loss:
 half the squared error) and SGD at lr 0.005 on random batches, in its two modes:
 ``sync`` reads ``l.mean().item()`` every batch (the document's ``asscalar``), so the

@@ -1,6 +1,6 @@
 """Multi-GPU computation from scratch, in PyTorch (seeds/000: 多GPU并行计算).
 
-The PyTorch twin of sections/multi_gpu_scratch/mxnet.py, written as d2l's PyTorch edition
+The PyTorch twin of multi_gpu_scratch_mxnet.py, written as d2l's PyTorch edition
 writes the section (chapter_computational-performance/multiple-gpus.md). In the
 document's order, on the first two devices:
 1. ``get_params``: b1 copied to the first device, and its gradient: ``None`` in PyTorch,

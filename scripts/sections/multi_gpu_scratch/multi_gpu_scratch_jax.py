@@ -1,6 +1,6 @@
 """Multi-GPU computation from scratch, in JAX (seeds/000: 多GPU并行计算).
 
-The JAX twin of sections/multi_gpu_scratch/mxnet.py. JAX splits the host into two devices
+The JAX twin of multi_gpu_scratch_mxnet.py. JAX splits the host into two devices
 (d2lperf.jax), the faithful counterpart of the document's ``cpu(0)``, ``cpu(1)``: two XLA
 devices, each with its own queue. In the document's order, on the first two devices:
 1. ``get_params``: b1 copied to the first device (``jax.device_put``), and its gradient:

@@ -1,6 +1,6 @@
 """Concise multi-GPU training, in PyTorch (seeds/000: 多GPU简洁实现; seeds/001: 多 GPU 训练).
 
-The PyTorch twin of sections/multi_gpu_gluon/mxnet.py, written as d2l's PyTorch edition
+The PyTorch twin of multi_gpu_gluon_mxnet.py, written as d2l's PyTorch edition
 writes the section (chapter_computational-performance/multiple-gpus-concise.md):
 d2l's ResNet-18 for 1 input channel, its weights drawn from N(0, 0.01), wrapped in
 ``nn.DataParallel``, trained with ``torch.optim.SGD``, once per --devices value (the

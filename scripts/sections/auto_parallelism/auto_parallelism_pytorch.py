@@ -1,6 +1,6 @@
 """Automatic parallelism, in PyTorch (seeds/000: CPU和GPU的并行计算, 计算和通信的并行计算).
 
-The PyTorch twin of sections/auto_parallelism/mxnet.py, with the same case names, and
+The PyTorch twin of auto_parallelism_mxnet.py, with the same case names, and
 the variant of d2l's PyTorch edition (chapter_computational-performance/
 auto-parallelism.md) on two GPUs. In the document's order:
 1. CPU和GPU的并行计算: ``run(x_cpu)`` alone (``cpu_only``), ``run(x_gpu)`` alone

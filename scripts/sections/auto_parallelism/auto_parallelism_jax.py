@@ -1,6 +1,6 @@
 """Automatic parallelism, in JAX (seeds/000: CPU和GPU的并行计算, 计算和通信的并行计算).
 
-The JAX twin of sections/auto_parallelism/mxnet.py, with the same case names. JAX
+The JAX twin of auto_parallelism_mxnet.py, with the same case names. JAX
 queues work on every device, as MXNet's engine does, so the document's code carries over
 as it is written. In the document's order:
 1. CPU和GPU的并行计算: ``run(x_cpu)`` alone (``cpu_only``), ``run(x_gpu)`` alone

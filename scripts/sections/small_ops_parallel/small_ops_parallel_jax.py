@@ -1,6 +1,6 @@
 """Small operations in parallel, in JAX (seeds/000: 简单计算量小，并行计算).
 
-The JAX twin of sections/small_ops_parallel/mxnet.py, with the same case names: drawing
+The JAX twin of small_ops_parallel_mxnet.py, with the same case names: drawing
 one uniform (size, size) matrix X (``generate_x``), then another Y (``generate_y``), then
 X and Y back to back (``generate_x_and_y``), on one device. JAX splits the host into two
 devices (d2lperf.jax), so it also draws X and Y on one device each

@@ -1,6 +1,6 @@
 """Asynchronous computation, in JAX (seeds/000: 异步计算).
 
-The JAX twin of sections/async_computation/mxnet.py, with the same case names. In the
+The JAX twin of async_computation_mxnet.py, with the same case names. In the
 document's order:
 1. MXNet中的异步计算: queueing ``dot(x, x).sum()`` (``dot_sum_queued``), then waiting for
    the sum (``dot_sum_finished``); the sum itself;

@@ -1,6 +1,6 @@
 """The effect of asynchronous computation on memory, in JAX (seeds/000: 异步计算对内存的影响).
 
-The JAX twin of sections/async_memory/mxnet.py, with the same case names: the document's
+The JAX twin of async_memory_mxnet.py, with the same case names: the document's
 training loop, an MLP 512-2048-512-1 (Flax) with the L2 loss (Gluon's L2Loss: half the
 squared error) and SGD at lr 0.005 (optax) on random batches, a training step compiled
 with ``jax.jit`` as d2l's JAX edition writes it, in its two modes: ``sync`` reads

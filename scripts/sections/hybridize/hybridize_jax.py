@@ -1,6 +1,6 @@
 """Hybrid imperative and symbolic programming, in JAX (seeds/000: 命令式和符号式混合编程).
 
-The JAX twin of sections/hybridize/mxnet.py. ``jax.jit`` is what ``hybridize()`` was:
+The JAX twin of hybridize_mxnet.py. ``jax.jit`` is what ``hybridize()`` was:
 the Python function is traced once into a program (a jaxpr), which XLA compiles and then
 runs without the Python code. Models are written with Flax, as d2l's JAX edition writes
 them. In the document's order:

@@ -1,6 +1,6 @@
 """Data-parallel training at every device count, in MXNet (dist_sync kvstore, a process each).
 
-The MXNet twin of sections/data_parallel/pytorch.py: the same LeNet and ResNet-18 (the two
+The MXNet twin of data_parallel_pytorch.py: the same LeNet and ResNet-18 (the two
 MXNet multi-device sections' own), trained on 1, 2, 4, ... devices the way MXNet 1.x spans
 processes: a parameter server. Each device is a worker process; a scheduler and a server
 (ps-lite, started by their ``DMLC_*`` variables, as MXNet's ``tools/launch.py`` would,

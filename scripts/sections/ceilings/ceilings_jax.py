@@ -1,7 +1,7 @@
 """Machine ceilings in JAX: the rates XLA reaches here, beside MXNet's and PyTorch's.
 
 The machine's ceiling is the best of every library present, so the report never sets a
-timing against a rate another library beats. This twin of sections/ceilings/mxnet.py
+timing against a rate another library beats. This twin of ceilings_mxnet.py
 measures JAX's own:
 - float32 ``jnp.dot`` (GFLOP/s) on the CPU at the same sizes (XLA:CPU's kernel named),
   and bfloat16 where the CPU has a bfloat16 unit (AVX512_BF16 or AMX), recorded whatever

@@ -1,6 +1,6 @@
 """Data-parallel training at every device count, in JAX (jax.distributed, one process per device).
 
-The JAX twin of sections/data_parallel/pytorch.py: the same LeNet and ResNet-18 (the two
+The JAX twin of data_parallel_pytorch.py: the same LeNet and ResNet-18 (the two
 JAX multi-device sections' own), trained on 1, 2, 4, ... devices the way JAX spans
 processes today: every process calls ``jax.distributed.initialize`` with the group's
 coordinator on this host and sees one device of its own among the group's global devices;

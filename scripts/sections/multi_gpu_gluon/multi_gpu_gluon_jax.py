@@ -1,6 +1,6 @@
 """Concise multi-GPU training, in JAX (seeds/000: 多GPU简洁实现; seeds/001: 多 GPU 训练).
 
-The JAX twin of sections/multi_gpu_gluon/mxnet.py, written as d2l's JAX edition writes
+The JAX twin of multi_gpu_gluon_mxnet.py, written as d2l's JAX edition writes
 models: d2l's ResNet-18 for 1 input channel in Flax (its convolution and dense weights
 drawn from N(0, 0.01)), trained with ``optax.sgd``, once per --devices value (the
 documents: 1 GPU with batch size 256 and lr 0.1, then 2 GPUs with 512 and 0.2, 10

@@ -9,7 +9,7 @@ chapter's timings the report shows the peak rates they are built on:
   bandwidth.
 Every figure is a rate computed from a synchronised, warmed-up, repeated timing, and
 names the library and kernel that reached it. The machine's ceiling is the best of these
-and of the PyTorch twin's (sections/ceilings/pytorch.py): the report never sets a timing
+and of the PyTorch twin's (ceilings_pytorch.py): the report never sets a timing
 against one framework's rate when another library here is faster.
 """
 
