@@ -169,7 +169,7 @@ def test_missing_data_set_ends_the_run_with_where_it_looked(experiment_python, t
         sys.path.insert(0, {str(REPO / "scripts")!r})
         from d2lperf import data
         data.DEBIAN_PACKAGE = data.Path({str(tmp_path / "debian")!r})
-        sys.argv[0] = "multi_gpu_scratch.py"
+        sys.argv[0] = "multi_gpu_scratch_mxnet.py"
         runpy.run_path({str(REPO / "scripts" / MXNET_SCRIPT)!r},
                        run_name="__main__")
     """)

@@ -12,16 +12,16 @@ import numpy as np
 from d2lperf import stats, steadiness
 from d2lperf.measurements import MIN_SAMPLES, Measurements
 from d2lperf.records import RunRecord
+from d2lperf.sections import SECTIONS
 from d2lperf.verdicts import FAILS, HOLDS, NA, STAGED, UNSURE, Verdict
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-class AAPair(NamedTuple):
-    """An A/A pair: the same work under two labels, measured side by side. ``swapped``:
-    two copies of it that swap labels in every other process (``timing.aa_roles``),
-    judged as a crossover (``stats.crossover_estimate``)."""
+class PairCheck(NamedTuple):
+    """An A/A pair as it is judged: the pair a section declares (``sections.AAPair``), and
+    the section."""
 
     name: str
     section: str
@@ -30,11 +30,8 @@ class AAPair(NamedTuple):
     swapped: bool = False
 
 
-AA_PAIRS = [
-    AAPair("aa_hybridize", "hybridize", "mlp_before_hybridize_twin", "mlp_before_hybridize",
-           swapped=True),
-    AAPair("aa_small_ops", "small_ops_parallel", "generate_y", "generate_x"),
-]
+AA_PAIRS = [PairCheck(pair.name, entry.name, pair.case, pair.other, pair.swapped)
+            for entry in SECTIONS.values() for pair in entry.aa_pairs]
 
 
 def aa_checks(m: Measurements, section: str | None = None) -> list[Verdict]:

@@ -98,6 +98,19 @@ class Copies(Matrices):
 
 
 @dataclass(frozen=True)
+class AAPair:
+    """An A/A check declared with its section: the same work under two labels, ``case``
+    and ``other``, measured side by side (``d2lperf.checks`` judges it). ``swapped``: two
+    copies that swap labels in every other process (``timing.aa_roles``), judged as a
+    crossover (``stats.crossover_estimate``)."""
+
+    name: str
+    case: str
+    other: str
+    swapped: bool = False
+
+
+@dataclass(frozen=True)
 class SpeedClaim:
     """A claim declared with its section: ``faster`` takes less time than ``slower``,
     judged by the speed rule (``d2lperf.claims``) on their ratio of medians. ``text``: the
@@ -156,6 +169,7 @@ class Section:
     fixed number of images (``images``), not an epoch.
     ``models``: the models a training section trains (``d2lperf.flops`` counts their
     FLOPs); its cases are ``<model>_<n>_device(s)``.
+    ``aa_pairs``: its A/A checks (``AAPair``), judged beside its claims.
     ``work``: what one sample of a case performs, ``{case: Dots(...) or Copies(...)}``,
     from which summarise gives its rate (GFLOP/s, GB/s) and its share of the ceilings."""
 
@@ -185,6 +199,7 @@ class Section:
     process_per_device: bool = False
     models: tuple[str, ...] = ()
     work: Mapping[str, Matrices] = field(default_factory=dict)
+    aa_pairs: tuple[AAPair, ...] = ()
 
     def options_schema(self) -> dict[str, object]:
         """The JSON schema of this section's entry in a preset."""

@@ -166,7 +166,7 @@ def batch_number(cases: pd.Series) -> pd.Series:
     return cases.str.rsplit("_", n=1).str[-1].astype(int)
 
 
-def async_memory(summary: pd.DataFrame, title: str, out: Path) -> None:
+def memory_curves(summary: pd.DataFrame, title: str, out: Path) -> None:
     """Elapsed time at each reported batch, per mode and framework; the memory
     increases, per case and framework, beside the document's."""
     if summary.dropna(subset=["median"]).empty:
@@ -278,7 +278,7 @@ def plot(section: str, summary: pd.DataFrame, samples: pd.DataFrame, out: Path,
     entry = SECTIONS.get(section)
     kind, title = (entry.plot, entry.plot_title) if entry else ("timing", section)
     if kind == "memory":
-        async_memory(summary, title, out)
+        memory_curves(summary, title, out)
     elif kind == "training":
         training_curves(summary, title, out)
     elif kind == "scaling":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from d2lperf.sections import COUNT, REPEATED, REPEATED_REQUIRED, Section, SpeedClaim
+from d2lperf.sections import COUNT, REPEATED, REPEATED_REQUIRED, AAPair, Section, SpeedClaim
 
 SECTION = Section(
     order=1,
@@ -17,6 +17,9 @@ SECTION = Section(
     framework_options={"compile_runs": "pytorch"},
     off_the_plot=("jit_script_compile", "torch_compile_cold", "torch_compile_warm"),
     exports_model=True,
+    # the MLP before hybridize() timed twice, the copies swapping labels by process
+    aa_pairs=(AAPair("aa_hybridize", "mlp_before_hybridize_twin", "mlp_before_hybridize",
+                     swapped=True),),
     claims=(SpeedClaim(
         "hybridize_speeds_up_mlp",
         "compiling the MLP into a graph (hybridize) makes its forward passes faster",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from d2lperf.sections import REPEATED, REPEATED_REQUIRED, SIZE, Section
+from d2lperf.sections import REPEATED, REPEATED_REQUIRED, SIZE, AAPair, Section
 
 SECTION = Section(
     order=5,
@@ -12,4 +12,6 @@ SECTION = Section(
     options={"size": SIZE, **REPEATED},
     required=("size", *REPEATED_REQUIRED),
     document_options=(("--size", 2000, "X and Y are size x size"),),
+    # the two draws are the same work: y against x
+    aa_pairs=(AAPair("aa_small_ops", "generate_y", "generate_x"),),
 )

@@ -3,7 +3,7 @@
 Reproduces, in the document's order: drawing one uniform (size, size) matrix X,
 then another Y, then X and Y queued back to back. Both draws go to the same
 context, cpu(0), so to the same engine queue and the same random-number resource:
-unlike work on two devices (auto_parallelism.py) they do not overlap, and the
+unlike work on two devices (auto_parallelism_mxnet.py) they do not overlap, and the
 document's figures say so (0.0628 s each, 0.1302 s together).
 
 The document timed its first draw cold and each case in a block of its own; here
