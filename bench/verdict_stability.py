@@ -47,6 +47,7 @@ from d2lperf import checks, claims, harness, steadiness  # noqa: E402
 from d2lperf.frameworks import REGISTRY  # noqa: E402
 from d2lperf.presets import cli_args, for_framework  # noqa: E402
 from d2lperf.sections import SECTIONS as SECTION_TABLE  # noqa: E402
+from d2lperf.sections import complete_presets  # noqa: E402
 from d2lperf.tables import load_reference, load_samples, summarise_samples  # noqa: E402
 
 # Each framework's interpreter: $EXPERIMENT_PYTHON, $TORCH_PYTHON (its config key, upper
@@ -258,7 +259,7 @@ def main() -> int:
     p.add_argument("--sections", nargs="+", default=SECTIONS, choices=SECTIONS)
     p.add_argument("--frameworks", nargs="+", default=list(PYTHONS), choices=list(PYTHONS))
     p.add_argument("--preset", default="documents",
-                   help="preset of config/config.yaml (default: documents; ci for a smoke test)")
+                   help="preset (default: documents; ci for a smoke test)")
     p.add_argument("--band", type=harness.positive_fraction, default=None,
                    help="practical band (default: practical_band of config/config.yaml)")
     p.add_argument("--modes", nargs="+", default=["quiet"], choices=["quiet", "busy"],
@@ -271,6 +272,7 @@ def main() -> int:
                    help="seconds the busy mode's spin may run at most (default: 7200)")
     args = p.parse_args()
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config["presets"] = complete_presets(config.get("presets"))  # the sections' own, completed
     if args.preset not in config["presets"]:
         p.error(f"--preset: unknown preset {args.preset!r}; allowed: "
                 f"{', '.join(config['presets'])}")

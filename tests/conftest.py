@@ -194,11 +194,19 @@ def from_the_ci_run(ci_run, section: str, framework: str):
 
 
 def ci_preset(section: str) -> dict:
-    """The CI preset's options of a section, as config/config.yaml gives them."""
+    """The CI preset's options of a section, as the shipped config gives them."""
+    return shipped_config()["presets"]["ci"][section]
+
+
+def shipped_config() -> dict:
+    """config/config.yaml with its presets completed as a run takes them: every section's
+    declared entry with the config's keys over it."""
     import yaml
 
+    from d2lperf.sections import complete_presets
+
     config = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
-    return config["presets"]["ci"][section]
+    return {**config, "presets": complete_presets(config.get("presets"))}
 
 
 def run_section(python: Path, script: str, out: Path, *args: str, timeout: int = 600,

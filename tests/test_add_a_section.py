@@ -1,12 +1,12 @@
 """Adding a section from outside, the way docs/design.md's recipe says.
 
-In a copy of the tree the test writes a small section as one new folder (its declaration
-and its script in both frameworks: one sum over a vector against adding its elements one
-by one, with the claim that the sum is faster, and the labels of its cases), adds it to
-both presets, and runs the CI preset. The other sections' results are copied in from the
-shared CI run, so only the new section and the steps after it run. The section, its figure and
-both frameworks' verdicts must then be in the report, and the files touched besides the
-folder must be the config's presets: the recipe's promise, counted.
+In a copy of the tree the test writes a small section as one new folder (its declaration,
+with its claim that the sum is faster and its entry in both presets; its script in both
+frameworks, one sum over a vector against adding its elements one by one; the labels of
+its cases), and runs the CI preset. The other sections' results are copied in from the
+shared CI run, so only the new section and the steps after it run. The section, its
+figure and both frameworks' verdicts must then be in the report, and no file outside the
+folder may be touched: the recipe's promise, counted.
 """
 
 from __future__ import annotations
@@ -92,27 +92,16 @@ SECTION = Section(
                        "one sum over a vector is faster than adding its elements one "
                        "by one", "one sum beats adding one by one",
                        faster="sum_at_once", slower="sum_one_by_one"),),
+    # the documents' preset runs the document's size (the tree's own test holds it to that)
+    presets={{"documents": {{"size": 1000, "warmup": 1, "repeats": 3, "processes": 2}},
+              "ci": {{"size": 50, "warmup": 1, "repeats": 3, "processes": 2}}}},
 )
 '''
-# the documents' preset runs the document's size (the tree's own test holds it to that)
-PRESET_ENTRY = {preset: (f"    {NAME}:\n      size: {size}\n      warmup: 1\n      repeats: 3\n"
-                         "      processes: 2\n")
-                for preset, size in (("documents", 1000), ("ci", 50))}
-
-
 def register(work: Path) -> None:
-    """Step 2 and 3 of the recipe: its declaration, last, and an entry in each preset."""
+    """Steps 2 and 4 of the recipe: its declaration (with its entry in both presets) and the
+    labels of its cases, in its folder."""
     (work / "scripts/sections" / NAME / "section.py").write_text(DECLARATION, encoding="utf-8")
-    config = work / "config/config.yaml"
-    lines = config.read_text(encoding="utf-8").splitlines(keepends=True)
-    presets = [i for i, line in enumerate(lines) if line.rstrip() in ("  documents:", "  ci:")]
-    for start in reversed(presets):  # after each preset's last line, from the end up
-        end = next((i for i in range(start + 1, len(lines))
-                    if lines[i].strip() and not lines[i].startswith("    ")), len(lines))
-        lines.insert(end, PRESET_ENTRY[lines[start].strip().rstrip(":")])
-    config.write_text("".join(lines), encoding="utf-8")
-    # step 4: the cases the documents did not print are labelled in the section's folder
-    # (summarise plans by them)
+    # the cases the documents did not print are labelled (summarise plans by them)
     (work / "scripts/sections" / NAME / "labels.csv").write_text(
         "section,case,metric,label\n"
         f"{NAME},sum_at_once,time,One sum over the vector\n"
@@ -155,7 +144,7 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
                                         make=make, options=options, devices=devices),
                           encoding="utf-8")
     register(work)
-    assert touched(work) == ["config/config.yaml", f"scripts/sections/{NAME}/labels.csv",
+    assert touched(work) == [f"scripts/sections/{NAME}/labels.csv",
                              f"scripts/sections/{NAME}/{NAME}_mxnet.py",
                              f"scripts/sections/{NAME}/{NAME}_pytorch.py",
                              f"scripts/sections/{NAME}/section.py"]

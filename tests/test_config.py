@@ -5,12 +5,12 @@ import copy
 import pytest
 import yaml
 
-from conftest import REPO, copy_workflow, snakemake
+from conftest import REPO, copy_workflow, shipped_config, snakemake
 from d2lperf.configcheck import ConfigError, check_config
 from d2lperf.frameworks import REGISTRY
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
-CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
+CONFIG = shipped_config()
 
 
 def test_shipped_config_is_valid():

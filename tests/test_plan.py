@@ -6,14 +6,13 @@ in test_workflow.py)."""
 import copy
 
 import pytest
-import yaml
 
-from conftest import REPO
+from conftest import shipped_config
 from d2lperf import plan, sections
 from d2lperf.frameworks import REGISTRY, rule_name
 from d2lperf.presets import for_framework
 
-CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+CONFIG = shipped_config()
 HERE = plan.Facts(results="results/m", machine="m", threads=2)
 EIGHT_GPUS = plan.Facts(results="results/m", machine="m", threads=16, gpus=8)
 

@@ -7,27 +7,48 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
-from conftest import REPO
+from conftest import REPO, shipped_config
 from d2lperf import sections
 from d2lperf.configcheck import ConfigError, check_config, load_schema
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
-CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
+CONFIG = shipped_config()
 
 
 def test_every_preset_must_have_every_section_of_the_table():
+    """A preset of the config's own is not completed from the declarations: it must give
+    every section its entry."""
     schema = load_schema(SCHEMA)
     assert schema["$defs"]["preset"]["required"] == sections.names()
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
-    del config["presets"]["ci"]["small_ops_parallel"]
-    with pytest.raises(ConfigError, match="presets.ci is missing a key: 'small_ops_parallel'"):
+    config = shipped_config()
+    mine = dict(config["presets"]["ci"])
+    del mine["small_ops_parallel"]
+    config["presets"]["mine"], config["preset"] = mine, "mine"
+    with pytest.raises(ConfigError, match="presets.mine is missing a key: 'small_ops_parallel'"):
         check_config(config, SCHEMA)
 
 
+def test_the_config_sets_a_sections_preset_key_by_key_and_null_leaves_one_out():
+    """The config's presets go over the sections' declared entries, key by key; a key set
+    to null is left out (the script's default); the run takes what the check checked."""
+    from d2lperf import plan
+
+    given = {"ci": {"hybridize": {"repeats": 7}, "multi_gpu_gluon": {"train_limit": None}}}
+    completed = sections.complete_presets(given)
+    assert completed["ci"]["hybridize"] == {**sections.SECTIONS["hybridize"].presets["ci"],
+                                            "repeats": 7}
+    assert "train_limit" not in completed["ci"]["multi_gpu_gluon"]
+    assert completed["documents"] == sections.complete_presets(None)["documents"]
+    config = {**shipped_config(), "presets": given, "preset": "ci"}
+    check_config(config, SCHEMA)
+    assert plan.chosen_preset(config)["hybridize"]["repeats"] == 7
+    with pytest.raises(ConfigError, match="presets.ci.hybridize.repeats = 0"):
+        check_config({**config, "presets": {"ci": {"hybridize": {"repeats": 0}}}}, SCHEMA)
+
+
 def test_a_section_option_the_table_does_not_know_is_refused_naming_the_allowed():
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text(encoding="utf-8"))
+    config = shipped_config()
     config["presets"]["ci"]["async_memory"]["processes"] = 2
     with pytest.raises(ConfigError, match="'processes' in presets.ci.async_memory; allowed keys "
                                           "there: batch_size, batches, repeats, report_every"):

@@ -26,10 +26,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from hang_guard import run_until_quiet
 
-from conftest import CI_CONFIG, CI_MACHINE, REPO, SNAKEMAKE, ci_preset, copy_workflow
+from conftest import (
+    CI_CONFIG,
+    CI_MACHINE,
+    REPO,
+    SNAKEMAKE,
+    ci_preset,
+    copy_workflow,
+    shipped_config,
+)
 
 START = REPO / "scripts/slurm/start.sh"
 STOP = REPO / "scripts/slurm/stop.sh"
@@ -195,11 +202,12 @@ def slurm_run(slurm, tmp_path_factory, experiment_python):
 
 
 def across_nodes(config: Path) -> None:
-    """The copy's CI preset: the data-parallel section over the cluster's two nodes."""
+    """The copy's CI preset: the data-parallel section over the cluster's two nodes, set in
+    the config over the section's own entry, as a user sets it."""
     text = config.read_text()
-    ci = text.index("\n  ci:\n")
-    at = text.index("      device_counts: [1, 2]\n", text.index("    data_parallel:\n", ci))
-    config.write_text(text[:at] + f"      nodes: {NODES}\n" + text[at:])
+    assert text.count("\npresets: {}\n") == 1
+    config.write_text(text.replace(
+        "\npresets: {}\n", f"\npresets:\n  ci:\n    data_parallel: {{nodes: {NODES}}}\n"))
 
 
 def schema(path: Path):
@@ -309,7 +317,7 @@ def every_rules_resources(cluster_gpus: bool) -> dict[str, dict]:
     from d2lperf.frameworks import REGISTRY, rule_name
     from d2lperf.presets import for_framework
 
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config = shipped_config()
     asks = {name: sections.other_job_resources(name, cluster_gpus=cluster_gpus)
             for name in sections.OTHER_JOBS}
     for preset_name, preset in config["presets"].items():
@@ -364,7 +372,7 @@ def test_a_cluster_without_gpus_is_one_setting():
     assert 'cluster_gpus = config.get("cluster_gpus", True)' in (
         REPO / "scripts/d2lperf/plan.py").read_text()
 
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config = shipped_config()
     schema = REPO / "workflow/schemas/config.schema.yaml"
     assert config["cluster_gpus"] is True
     check_config({**config, "cluster_gpus": False}, schema)

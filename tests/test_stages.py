@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from conftest import REPO, measure
+from conftest import REPO, measure, shipped_config
 from d2lperf import stages, stats, steadiness
 from d2lperf.configcheck import ConfigError, check_config
 from d2lperf.presets import for_framework
@@ -422,7 +421,7 @@ def test_what_the_stages_call_decided_the_report_shows_decided():
 
 def test_the_budget_is_a_validated_config_key():
     schema = REPO / "workflow/schemas/config.schema.yaml"
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config = shipped_config()
     for preset in ("documents", "ci"):
         staged = [s for s, keys in config["presets"][preset].items()
                   if isinstance(keys, dict) and "processes" in keys]

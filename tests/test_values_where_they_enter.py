@@ -16,11 +16,10 @@ import sys
 import time
 
 import pytest
-import yaml
 from test_energy import nvml  # noqa: F401 -- the NVML stand-in, as pynvml
 from test_hostile_inputs import MACHINE_JSON, replaced, tar
 
-from conftest import REPO
+from conftest import REPO, shipped_config
 from d2lperf import energy, hostlock, results
 from d2lperf.archive import ArchiveError, import_archive
 from d2lperf.commands import site
@@ -29,7 +28,7 @@ from d2lperf.results import RecordError, check_run
 
 CONFIG_SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 SAMPLES_SCHEMA = REPO / "workflow/schemas/samples.schema.yaml"
-CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
+CONFIG = shipped_config()
 
 
 # --- The config: what the data-parallel worker (d2lperf.groups) would refuse ---------
@@ -37,12 +36,9 @@ CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
 def data_parallel(**options):
     """The shipped config with the ci preset's data-parallel options changed (it trains
     lenet on 1024 images a sample, counts [1, 2], batch 256, train_limit 4096); an option
-    given as None is left out."""
+    given as None is left out, as a config's null leaves out a section's declared key."""
     config = copy.deepcopy(CONFIG)
-    entry = config["presets"]["ci"]["data_parallel"]
-    entry.update(options)
-    for key in [k for k, v in options.items() if v is None]:
-        del entry[key]
+    config["presets"]["ci"]["data_parallel"].update(options)
     return config
 
 

@@ -212,7 +212,10 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
 
 
 def check_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
-    """Raise ConfigError naming the first wrong key, or the unknown preset."""
+    """Raise ConfigError naming the first wrong key, or the unknown preset. The presets are
+    checked as the run takes them: each section's declared entry with the config's keys
+    over it (``sections.complete_presets``)."""
+    config = {**config, "presets": sections.complete_presets(config.get("presets"))}
     schema = load_schema(schema_path)
     validator = Validator(schema)
     # by where they are; a path may hold a preset named by a number beside named ones

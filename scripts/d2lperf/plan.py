@@ -127,10 +127,16 @@ def threads(config: Mapping[str, Any], facts: Facts, section: str | None) -> int
     return facts.threads
 
 
+def chosen_preset(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The preset the config chooses, every section's entry in it: its declaration's with
+    the config's keys over it (``sections.complete_presets``)."""
+    return sections.complete_presets(config.get("presets"))[config["preset"]]
+
+
 def arguments(config: Mapping[str, Any], facts: Facts, section: str,
               framework: str = DOCUMENTS) -> list[str]:
     """Every argument a section's script gets, all explicit, all from the config."""
-    preset = config["presets"][config["preset"]][section]
+    preset = chosen_preset(config)[section]
     entry = sections.SECTIONS[section]
     options = {"threads": threads(config, facts, section),
                "probe_seconds": config.get("probe_seconds", 0.2),
@@ -175,7 +181,7 @@ def environment(config: Mapping[str, Any], facts: Facts, section: str | None = N
 def limit(config: Mapping[str, Any], section: str, framework: str) -> str:
     """How long a timing job may take, in words: its budget of measuring, else the time
     limit its cluster job asks for."""
-    preset = config["presets"][config["preset"]][section]
+    preset = chosen_preset(config)[section]
     budget = for_framework(preset, framework).get("budget_seconds")
     return (f"at most {budget} s of measuring" if budget
             else f"under {sections.SECTIONS[section].runtime} min")
@@ -194,7 +200,7 @@ def jobs(config: Mapping[str, Any], facts: Facts,
          frameworks_run: Sequence[str] | None = None) -> list[Job]:
     """The run's timing jobs: one per section that runs and framework that runs and has
     it, in the documents' order of sections."""
-    preset = config["presets"][config["preset"]]
+    preset = chosen_preset(config)
     cluster_gpus = config.get("cluster_gpus", True)
     found = []
     for section in section_names(config):

@@ -170,6 +170,9 @@ class Section:
     ``models``: the models a training section trains (``d2lperf.flops`` counts their
     FLOPs); its cases are ``<model>_<n>_device(s)``.
     ``aa_pairs``: its A/A checks (``AAPair``), judged beside its claims.
+    ``presets``: its entry in each preset it declares (``documents``: the documents'
+    workloads, ``ci``: small ones), each key its scripts' option of the same name; the
+    config's ``presets`` may set any of them over it (``complete_presets``).
     ``work``: what one sample of a case performs, ``{case: Dots(...) or Copies(...)}``,
     from which summarise gives its rate (GFLOP/s, GB/s) and its share of the ceilings."""
 
@@ -200,6 +203,7 @@ class Section:
     models: tuple[str, ...] = ()
     work: Mapping[str, Matrices] = field(default_factory=dict)
     aa_pairs: tuple[AAPair, ...] = ()
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_schema(self) -> dict[str, object]:
         """The JSON schema of this section's entry in a preset."""
@@ -292,6 +296,36 @@ def tables(kind: str) -> list[Path]:
     reproduces; ``labels``: the labels of its other cases). Each row names its section,
     so that the tables read as one (``d2lperf.tables``, ``d2lperf.labels``)."""
     return [path for path in (SCRIPTS / s / f"{kind}.csv" for s in SECTIONS) if path.is_file()]
+
+
+def complete_presets(given: Any) -> Any:
+    """Every preset, a section's entry in it its declaration's (``Section.presets``) with
+    the entry the config gives (``given``: the config's ``presets``) over it, key by key:
+    the config sets only what it changes, and a key it sets to null is left out (the
+    script's default). A preset the config alone names has the entries it gives. What is
+    not a mapping is left as given, for the config's schema to refuse."""
+    if given is not None and not isinstance(given, Mapping):
+        return given
+    given = given or {}
+    declared = [name for s in SECTIONS.values() for name in s.presets]
+    completed: dict[Any, Any] = {}
+    for name in dict.fromkeys([*declared, *given]):
+        over = given.get(name) or {}
+        if not isinstance(over, Mapping):
+            completed[name] = over
+            continue
+        entries: dict[Any, Any] = {}
+        for section, entry in SECTIONS.items():
+            mine, theirs = entry.presets.get(name), over.get(section)
+            if mine is None or not isinstance(theirs, Mapping | None):
+                if theirs is not None:
+                    entries[section] = theirs
+                continue
+            merged = {**mine, **(theirs or {})}
+            entries[section] = {k: v for k, v in merged.items() if v is not None}
+        entries |= {k: v for k, v in over.items() if k not in SECTIONS}  # the schema says
+        completed[name] = entries
+    return completed
 
 
 def names() -> list[str]:

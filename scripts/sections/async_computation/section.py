@@ -17,4 +17,24 @@ SECTION = Section(
     # each dot(x, x) of size x size; waitall waits for two
     work={"dot_wait_to_read": Dots("size"), "dot_asnumpy": Dots("size"),
           "dot_asscalar": Dots("size"), "dot_waitall": Dots("size", 2)},
+    presets={
+        "documents": {
+            "size": 2000,
+            "loop_iterations": 1000,
+            "warmup": 1,
+            "repeats": 2,
+            "processes": 6,
+            # 6 processes took 111-114 s here (MXNet, quiet): 240 leaves room for a second stage of
+            # 6
+            "budget_seconds": 240,
+        },
+        "ci": {
+            "size": 500,
+            "loop_iterations": 100,
+            "warmup": 1,
+            "repeats": 3,
+            "processes": 2,
+            "budget_seconds": 2,
+        },
+    },
 )

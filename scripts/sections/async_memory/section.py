@@ -13,4 +13,20 @@ SECTION = Section(
              **TIMING},
     required=("batches", "batch_size", "report_every", *REPEATED_REQUIRED),
     plot="memory",
+    presets={
+        "documents": {
+            "batches": 100,
+            "batch_size": 1024,
+            "report_every": 50,
+            "warmup": 1,
+            "repeats": 5,
+        },
+        "ci": {
+            "batches": 10,
+            "batch_size": 128,
+            "report_every": 5,
+            "warmup": 1,
+            "repeats": 2,
+        },
+    },
 )

@@ -20,4 +20,24 @@ SECTION = Section(
     work={"cpu_only": Dots("cpu_size", "dots"), "gpu_only": Dots("gpu_size", "dots"),
           "gpu_compute": Dots("gpu_size", "dots"), "copy_to_cpu": Copies("gpu_size", "dots"),
           "copy_to_cpu_pinned": Copies("gpu_size", "dots")},
+    presets={
+        "documents": {
+            "cpu_size": 2000,
+            "gpu_size": 6000,
+            "dots": 10,
+            "warmup": 1,
+            "repeats": 3,
+            "processes": 4,
+            "budget_seconds": 120,
+        },
+        "ci": {
+            "cpu_size": 200,
+            "gpu_size": 300,
+            "dots": 10,
+            "warmup": 1,
+            "repeats": 3,
+            "processes": 2,
+            "budget_seconds": 2,
+        },
+    },
 )

@@ -20,4 +20,18 @@ SECTION = Section(
     plot="rates",
     blas=True,
     takes_device=False,
+    presets={
+        "documents": {
+            "dot_sizes": [2000, 4000],
+            "copy_mb": 256,
+            "warmup": 1,
+            "repeats": 5,
+        },
+        "ci": {
+            "dot_sizes": [500],
+            "copy_mb": 32,
+            "warmup": 1,
+            "repeats": 3,
+        },
+    },
 )

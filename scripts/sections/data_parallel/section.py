@@ -53,4 +53,40 @@ SECTION = Section(
         "2 devices train ResNet-18 faster", faster="resnet18_2_devices",
         slower="resnet18_1_device", label="2 devices/1 device",
         document_section="multi_gpu_gluon")),
+    presets={
+        "documents": {
+            # Each timed sample trains a fixed number of images on every device count, in images /
+            # (256 x devices) steps: a multiple of 256 x 8 trains whole steps on 1, 2, 4 and 8
+            # devices. Each group of processes takes one untimed step first (its warm-up), so no
+            # untimed sample is needed. A ResNet-18 step of 256 images takes 6 s on one CPU core in
+            # PyTorch and MXNet, 11 s in JAX: 2048 images are 8 steps on one device, 4 on two; on
+            # two CPU cores the section took 10 minutes in MXNet and in PyTorch and 22 in JAX (so
+            # JAX's budget is larger); seconds on GPUs.
+            "models": ["lenet", "resnet18"],
+            "images": [8192, 2048],
+            "learning_rates": [0.2, 0.1],
+            "device_counts": [1, 2, 4, 8],
+            # On a SLURM cluster (profiles/slurm), the nodes the largest count spans: its job asks
+            # for a task per device of that count over these nodes, and each count trains as one
+            # srun step on as few of them as hold it (two 8-GPU nodes: device_counts up to 16).
+            "nodes": 1,
+            "batch_size": 256,
+            "warmup": 0,
+            "repeats": 2,
+            "processes": 3,
+            "budget_seconds": {"default": 900, "jax": 1500},
+        },
+        "ci": {
+            "models": ["lenet"],
+            "images": [1024],
+            "learning_rates": [0.2],
+            "device_counts": [1, 2],
+            "batch_size": 256,
+            "train_limit": 4096,
+            "warmup": 1,
+            "repeats": 3,
+            "processes": 2,
+            "budget_seconds": 2,
+        },
+    },
 )

@@ -19,4 +19,23 @@ SECTION = Section(
     models=("resnet18",),
     runtime=120,
     mem_mb=16000,
+    presets={
+        "documents": {
+            "devices": [1, 2],
+            "batch_sizes": [256, 512],
+            "learning_rates": [0.1, 0.2],
+            "epochs": 10,
+            "data_workers": 4,
+        },
+        "ci": {
+            "devices": [1, 2],
+            "batch_sizes": [32, 64],
+            "learning_rates": [0.1, 0.2],
+            "epochs": 1,
+            "data_workers": 0,
+            # an epoch of ResNet-18 on 256 + 128 examples took 12 s per run on two CPU cores
+            "train_limit": 128,
+            "test_limit": 64,
+        },
+    },
 )

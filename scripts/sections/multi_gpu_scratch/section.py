@@ -19,4 +19,22 @@ SECTION = Section(
     models=("lenet",),
     blas=True,
     runtime=60,
+    presets={
+        "documents": {
+            "devices": [1, 2],
+            "batch_sizes": [256, 256],
+            "learning_rates": [0.2, 0.2],
+            "epochs": 4,
+            "data_workers": 4,
+        },
+        "ci": {
+            "devices": [1, 2],
+            "batch_sizes": [256, 256],
+            "learning_rates": [0.2, 0.2],
+            "epochs": 2,
+            "data_workers": 0,
+            "train_limit": 2048,
+            "test_limit": 512,
+        },
+    },
 )

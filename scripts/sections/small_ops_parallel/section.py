@@ -14,4 +14,22 @@ SECTION = Section(
     document_options=(("--size", 2000, "X and Y are size x size"),),
     # the two draws are the same work: y against x
     aa_pairs=(AAPair("aa_small_ops", "generate_y", "generate_x"),),
+    presets={
+        "documents": {
+            "size": 2000,
+            "warmup": 1,
+            "repeats": 20,
+            "processes": 8,
+            # 8 processes took 26-34 s quiet, 41 s with one core kept busy: 120 leaves room for a
+            # second stage there, where the draws' intervals are twice as wide
+            "budget_seconds": 120,
+        },
+        "ci": {
+            "size": 500,
+            "warmup": 1,
+            "repeats": 3,
+            "processes": 2,
+            "budget_seconds": 2,
+        },
+    },
 )
