@@ -145,9 +145,9 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
                           encoding="utf-8")
     register(work)
     assert touched(work) == [f"scripts/sections/{NAME}/labels.csv",
+                             f"scripts/sections/{NAME}/section.py",
                              f"scripts/sections/{NAME}/{NAME}_mxnet.py",
-                             f"scripts/sections/{NAME}/{NAME}_pytorch.py",
-                             f"scripts/sections/{NAME}/section.py"]
+                             f"scripts/sections/{NAME}/{NAME}_pytorch.py"]
     # what the tree's own tests check of every section holds for this one: the table and
     # the presets, which frameworks have it, the layers, ruff
     checks_pass(work, "tests/test_sections.py", "tests/test_layers.py",
