@@ -310,11 +310,15 @@ class Meter:
         where nothing could be read, the reason."""
         if self.reason or not self.gpus:
             return {"reason": self.reason or "not metered: the region never ran"}
+        # the mean over the seconds the record keeps (to the microsecond), so that a check of
+        # the record judges it by the same seconds; none over a region kept as 0 s
+        seconds = round(self.seconds or 0.0, 6)
         for gpu in self.gpus:
             energy = gpu.get("energy_j")
-            if energy is not None and self.seconds:
-                gpu["mean_w"] = round(energy / self.seconds, 3)
-        return {"source": "NVML", "what": WHAT, "seconds": round(self.seconds or 0.0, 6),
+            gpu.pop("mean_w", None)
+            if energy is not None and seconds:
+                gpu["mean_w"] = round(energy / seconds, 3)
+        return {"source": "NVML", "what": WHAT, "seconds": seconds,
                 "gpus": self.gpus, "throttled": throttled(self.gpus)}
 
 
