@@ -57,6 +57,7 @@ rule summarise:
 rule plots:
     input:
         script="scripts/d2lperf/commands/plots.py",
+        declarations=DECLARATIONS,
         labels=LABEL_TABLES,
         summary=f"{RESULTS}/summary.csv",
         samples=SAMPLE_TABLES,
@@ -118,6 +119,7 @@ rule compare:
 rule sections_table:
     input:
         table="scripts/d2lperf/sections.py",
+        declarations=DECLARATIONS,
     output:
         f"{RESULTS}/sections.csv",
     log:
