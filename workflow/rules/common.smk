@@ -200,10 +200,15 @@ JOBS = [(job.section, job.framework) for job in TIMING_JOBS]
 # What the aggregation rules read: every job's raw samples and run record.
 SAMPLE_TABLES = [job.csv for job in TIMING_JOBS]
 RUN_RECORDS = [job.sidecar for job in TIMING_JOBS]
-# Each section's declaration, in its folder: a new or edited one writes the table of
-# sections (and the plots, whose titles and kinds it gives) again.
+# Each section's declaration, and its claims where it has claims of its own, in its folder:
+# a new or edited one summarises (its claims, A/A pairs and rates), draws and writes the
+# table of sections (titles, kinds, order) again.
 DECLARATIONS = [
     f"scripts/sections/{name}/{SECTION_TABLE.DECLARATION}" for name in SECTION_TABLE.names()
+] + [
+    f"scripts/sections/{name}/claims.py"
+    for name in SECTION_TABLE.names()
+    if (SECTION_TABLE.SCRIPTS / name / "claims.py").is_file()
 ]
 # Each section's own tables, in its folder: the documents' figures it reproduces and the
 # labels of its other cases (every section's, whether this run runs it or not).

@@ -19,6 +19,7 @@ TABLES_CAPTION = "../../report/captions/tables.rst"
 rule summarise:
     input:
         script="scripts/d2lperf/commands/summarise.py",
+        declarations=DECLARATIONS,
         reference=REFERENCE_TABLES,
         labels=LABEL_TABLES,
         schema="workflow/schemas/samples.schema.yaml",
