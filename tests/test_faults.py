@@ -58,8 +58,8 @@ def fresh_copy(ci_run, tmp_path) -> tuple[Path, Path]:
 
 
 def section_process(work: Path, section: str) -> int | None:
-    """The pid of the Python process running the section's script (<section>.py) in this
-    workflow copy."""
+    """The pid of the Python process running the section's script in the documents'
+    framework (scripts/sections/<section>/<section>_mxnet.py) in this workflow copy."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -70,7 +70,8 @@ def section_process(work: Path, section: str) -> int | None:
             continue
         argv = [arg.decode(errors="replace") for arg in raw.split(b"\0") if arg]
         if argv and cwd == str(work) and "python" in Path(argv[0]).name and any(
-                Path(arg).name == f"{section}.py" for arg in argv[1:]):
+                Path(arg).name == section_table.script(section, frameworks.DOCUMENTS).name
+                for arg in argv[1:]):
             return int(entry.name)
     return None
 
