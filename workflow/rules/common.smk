@@ -204,7 +204,8 @@ RUN_RECORDS = [job.sidecar for job in TIMING_JOBS]
 # a new or edited one summarises (its claims, A/A pairs and rates), draws and writes the
 # table of sections (titles, kinds, order) again.
 DECLARATIONS = [
-    f"scripts/sections/{name}/{SECTION_TABLE.DECLARATION}" for name in SECTION_TABLE.names()
+    f"scripts/sections/{name}/{SECTION_TABLE.DECLARATION}"
+    for name in SECTION_TABLE.names()
 ] + [
     f"scripts/sections/{name}/claims.py"
     for name in SECTION_TABLE.names()
@@ -213,7 +214,8 @@ DECLARATIONS = [
 # Each section's own tables, in its folder: the documents' figures it reproduces and the
 # labels of its other cases (every section's, whether this run runs it or not).
 REFERENCE_TABLES = [
-    f"scripts/sections/{p.parent.name}/{p.name}" for p in SECTION_TABLE.tables("reference")
+    f"scripts/sections/{p.parent.name}/{p.name}"
+    for p in SECTION_TABLE.tables("reference")
 ]
 LABEL_TABLES = [
     f"scripts/sections/{p.parent.name}/{p.name}" for p in SECTION_TABLE.tables("labels")
