@@ -123,8 +123,8 @@ def test_pytorch_gluon_warm_up_leaves_parameters_statistics_and_gradients_as_the
 def test_both_scratch_twins_record_the_shapes_they_warmed(framework, experiment_python,
                                                           torch_python, tmp_path):
     python = experiment_python if framework == "mxnet" else torch_python
-    done = run_section(python, f"sections/multi_gpu_scratch/{framework}.py", tmp_path,
-                       "--on", "cpu",
+    script = f"sections/multi_gpu_scratch/multi_gpu_scratch_{framework}.py"
+    done = run_section(python, script, tmp_path, "--on", "cpu",
                        "--devices", "1", "--batch-sizes", "64", "--learning-rates", "0.2",
                        "--epochs", "1", "--data-workers", "0", "--train-limit", "100",
                        "--test-limit", "64", "--threads", "1")
