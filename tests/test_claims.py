@@ -490,3 +490,18 @@ def test_the_machines_state_is_worded_as_a_state_never_as_a_failed_claim():
     assert quiet_cell["state"] == "steady" and busy_cell["state"] == "busy in 1 of 2 sections"
     for cell in (quiet_cell, busy_cell):
         assert "hold" not in cell["state"] + cell["text"]
+
+
+def test_a_model_a_section_left_out_here_is_not_measured_with_the_reason():
+    """The data-parallel section trains some nets on GPUs only (its ``cpu_models``): on
+    CPU cores the claim about such a net says why it has no figures, not that the cases
+    went missing."""
+    why = "left out on CPU cores (cpu_models): a step of 256 images takes 13 s on one"
+    runs = {"data_parallel": {**OK, "notes": {"runs_not_run": {
+        "resnet18": {"devices": None, "reason": why}}}}}
+    lenet = [rows("data_parallel", case, {p: [t + p / 100] for p in range(3)})
+             for case, t in (("lenet_1_device", 5.0), ("lenet_2_devices", 3.0))]
+    v = verdicts(frame(*lenet), runs)
+    assert v["two_devices_train_resnet_faster"].verdict == "not measured"
+    assert v["two_devices_train_resnet_faster"].evidence == f"resnet18 not run here: {why}"
+    assert v["two_devices_train_lenet_faster"].verdict != "not measured"

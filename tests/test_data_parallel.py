@@ -136,6 +136,26 @@ def test_counts_above_the_cores_are_not_run_and_say_why(tmp_path, torch_python):
     assert {r["case"] for r in read_rows(tmp_path)} == {"lenet_1_device"}
 
 
+def test_a_model_left_out_on_cpu_cores_is_not_trained_and_says_why(tmp_path, torch_python):
+    """The documents preset trains ResNet-18 data-parallel on GPUs only (``--cpu-models``):
+    on CPU cores only LeNet's cases are timed, and the record says why ResNet-18's are not."""
+    done = run_section(torch_python, SCRIPT, tmp_path, *TINY, "--models", "lenet", "resnet18",
+                       "--images", "512", "512", "--learning-rates", "0.2", "0.1",
+                       "--cpu-models", "lenet")
+    assert done.returncode == 0, done.stderr
+    record = read_run(tmp_path)
+    assert set(record["notes"]["runs_not_run"]) == {"resnet18"}
+    assert "cpu_models" in record["notes"]["runs_not_run"]["resnet18"]["reason"]
+    assert {r["case"] for r in read_rows(tmp_path)} == {"lenet_1_device", "lenet_2_devices"}
+    assert "resnet18 not run" in done.stdout
+
+
+def test_cpu_models_outside_the_models_are_refused(tmp_path, torch_python):
+    done = run_section(torch_python, SCRIPT, tmp_path, *TINY, "--cpu-models", "resnet18")
+    assert done.returncode == 2
+    assert "--cpu-models resnet18" in done.stderr and "--models" in done.stderr
+
+
 SRUN_STAND_IN = Path(__file__).parent / "srun_stand_in"
 
 

@@ -73,6 +73,8 @@ KEY = "config key presets.ci.data_parallel."
      KEY + "device_counts = [1, 512]: Fashion-MNIST's 60000 training images (train_limit not "
      "set) leave each of 512 devices 117 images, less than one batch of 256 (batch_size); "
      "allowed: at most 234 devices"),
+    ({"cpu_models": ["resnet18"]}, KEY + "cpu_models = ['resnet18']: resnet18 is not one of "
+     "the models trained (models = ['lenet']); allowed: some of ['lenet']"),
 ])
 def test_a_data_parallel_option_the_worker_refuses_is_refused_naming_the_config_key(
         options, said):

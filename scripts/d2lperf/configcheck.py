@@ -285,6 +285,12 @@ def _check_process_per_device(where: str, options: Mapping[str, Any],
     of batch_size on every device count (every count alike, so that machines compare), a
     training set (train_limit, else all of Fashion-MNIST's) that leaves a device of the
     largest count less than one batch. The preset has passed the schema, its lists paired."""
+    outside = [m for m in options.get("cpu_models", ()) if m not in options["models"]]
+    if outside:
+        raise ConfigError(
+            f"config key {where}.cpu_models = {options['cpu_models']!r}: {outside[0]} is not "
+            f"one of the models trained (models = {options['models']!r}); allowed: some of "
+            f"{options['models']!r}")
     counts = sorted(set(options["device_counts"]))
     batch = options["batch_size"]
     step = sections.images_step(batch, counts)

@@ -98,6 +98,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     train = p.add_argument_group("training")
     train.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS),
                        help="the nets to train (document: both)")
+    train.add_argument("--cpu-models", nargs="+", choices=MODELS, default=None,
+                       help="the nets trained where a device is a CPU core (default: every "
+                            "one of --models); the others say why they did not run")
     train.add_argument("--images", type=positive_int, nargs="+", default=[8192, 2048],
                        help="images each timed sample trains, per model")
     train.add_argument("--learning-rates", type=positive_float, nargs="+", default=[0.2, 0.1],
@@ -605,6 +608,11 @@ def check(args: argparse.Namespace) -> list[int]:
         arguments.usage_error(
             "--models, --images and --learning-rates need one value per model; got "
             f"{len(args.models)}, {len(args.images)} and {len(args.learning_rates)} values")
+    outside = [m for m in args.cpu_models or () if m not in args.models]
+    if outside:
+        arguments.usage_error(
+            f"--cpu-models {' '.join(outside)}: not among the nets trained (--models "
+            f"{' '.join(args.models)})")
     counts = sorted(set(args.device_counts))
     step = sections.images_step(args.batch_size, counts)
     for model, images in zip(args.models, args.images):
@@ -649,6 +657,13 @@ def placement(args: argparse.Namespace, largest: int, gpus: int) -> tuple[Callab
                                               f"{share} device{'s' if share > 1 else ''}")
 
 
+def left_out(args: argparse.Namespace) -> list[str]:
+    """The nets not trained here: on CPU cores, those ``--cpu-models`` leaves out."""
+    if args.on != "cpu" or args.cpu_models is None:
+        return []
+    return [m for m in args.models if m not in args.cpu_models]
+
+
 def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
             gpus: int, names: Callable[[int], str], design: str) -> None:
     """The section's measurement, every framework alike: for each model, a group per
@@ -678,7 +693,14 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
     share = gpu_memory_share(fitting) if args.on == "gpu" else None
     if share:
         rec.notes["gpu_memory_share"] = share
+    for model in left_out(args):
+        rec.notes.setdefault("runs_not_run", {})[model] = {"devices": None, "reason": (
+            "left out on CPU cores (cpu_models): the preset trains it data-parallel on GPUs "
+            "only")}
+        print(f"{model} not run: left out on CPU cores (--cpu-models)", flush=True)
     for model, images, lr in zip(args.models, args.images, args.learning_rates):
+        if model in left_out(args):
+            continue
         options = {"seed": args.seed, "lr": lr, "batch_size": args.batch_size,
                    "folder": folder, "train_limit": args.train_limit,
                    "gpu_memory_share": share}

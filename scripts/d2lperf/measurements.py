@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from d2lperf import stats
+from d2lperf import stats, workloads
 from d2lperf.records import RunRecord, SampleRow, StagesRecord
 
 if TYPE_CHECKING:
@@ -168,6 +168,17 @@ class Measurements:
             return f"{section} was skipped: {run.get('reason')}"
         if run.get("status") == "failed":
             return f"{section} failed (see its log)"
+        return None
+
+    def not_run(self, section: str, *cases: str) -> str | None:
+        """Why a case of a section that ran was not measured here (its run record's
+        ``runs_not_run``, by the case or by the model it trains), or None."""
+        found = ((self.runs.get(section) or {}).get("notes") or {}).get("runs_not_run") or {}
+        for case in cases:
+            model = (workloads.training_case(case) or (None,))[0]
+            for key in (case, model):
+                if isinstance(found.get(key), dict):
+                    return f"{key} not run here: {found[key].get('reason')}"
         return None
 
     def decidable(self, *groups: dict[int, list[float]]) -> bool:
