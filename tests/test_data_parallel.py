@@ -140,11 +140,12 @@ def test_a_model_left_out_on_cpu_cores_is_not_trained_and_says_why(tmp_path, tor
     """The documents preset trains ResNet-18 data-parallel on GPUs only (``--cpu-models``):
     on CPU cores only LeNet's cases are timed, and the record says why ResNet-18's are not."""
     done = run_section(torch_python, SCRIPT, tmp_path, *TINY, "--models", "lenet", "resnet18",
-                       "--images", "512", "512", "--learning-rates", "0.2", "0.1",
-                       "--cpu-models", "lenet")
+                       "--images", "1024", "1024", "--learning-rates", "0.2", "0.1",
+                       "--device-counts", "1", "2", "4", "--cpu-models", "lenet")
     assert done.returncode == 0, done.stderr
     record = read_run(tmp_path)
-    assert set(record["notes"]["runs_not_run"]) == {"resnet18"}
+    # ResNet-18 said once, not again for each count above the cores
+    assert set(record["notes"]["runs_not_run"]) == {"resnet18", "lenet_4_devices"}
     assert "cpu_models" in record["notes"]["runs_not_run"]["resnet18"]["reason"]
     assert {r["case"] for r in read_rows(tmp_path)} == {"lenet_1_device", "lenet_2_devices"}
     assert "resnet18 not run" in done.stdout

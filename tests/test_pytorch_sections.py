@@ -170,7 +170,7 @@ def test_gluon_printed_outputs_have_pytorch_counterparts(gluon):
     assert outputs["weight_not_initialized_on"]["text"] == "initialised on cpu"
     assert re.search(r"^test acc: 0\.\d\d, \d+\.\d sec/epoch on \[device\(type='cpu'\), "
                      r"device\(type='cpu'\)\]$", stdout, re.MULTILINE)
-    assert "pass-through" in record["notes"]["data_parallel"]["resnet18_2_devices"]
+    assert "pass-through" in record["notes"]["parallelism"]["resnet18_2_devices"]
 
 
 def test_gluon_resnet18_is_d2ls_for_one_channel(torch_python):

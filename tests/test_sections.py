@@ -122,3 +122,15 @@ def test_a_section_with_a_process_per_device_asks_a_gpu_per_device_in_every_fram
     options = {"device_counts": [1, 2, 4, 8]}
     assert sections.slurm_resources("data_parallel", False, "auto", options)["gpu"] == 8
     assert sections.slurm_resources("data_parallel", True, "auto", options)["gpu"] == 8
+
+
+def test_every_model_a_section_trains_is_defined_once_in_a_section_of_the_book():
+    """One definition of each net: the section that ``defines`` it holds the book's code,
+    and another section's scripts (data-parallel) and the FLOP count load it from there."""
+    trained = {m for s in sections.SECTIONS.values() for m in s.models}
+    for model in trained:
+        owners = [s.name for s in sections.SECTIONS.values() if model in s.defines]
+        assert len(owners) == 1, (model, owners)
+        assert model in sections.SECTIONS[owners[0]].models
+    with pytest.raises(KeyError, match="no section defines the model 'vgg'"):
+        sections.model_script("pytorch", "vgg")

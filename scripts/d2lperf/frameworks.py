@@ -131,8 +131,8 @@ def configured(config: str | Path = "config/config.yaml") -> list[str]:
 
 
 def rule_name(section: str, framework: str = DOCUMENTS) -> str:
-    """A job's rule and results folder: ``hybridize`` (the documents' framework),
-    ``hybridize_<framework>`` for every other."""
+    """A job's rule and results folder: ``<section>`` (the documents' framework),
+    ``<section>_<framework>`` for every other."""
     return section if framework == DOCUMENTS else f"{section}_{framework}"
 
 

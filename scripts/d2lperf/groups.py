@@ -676,9 +676,10 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
     counts = check(args)
     start, limit, kind = placement(args, counts[-1], gpus)
     fitting = [n for n in counts if n <= limit]
+    left = left_out(args)
     for n in counts:
         if n > limit:
-            for model in args.models:
+            for model in (m for m in args.models if m not in left):
                 rec.notes.setdefault("runs_not_run", {})[training.case_name(model, n)] = {
                     "devices": n, "reason": f"needs {n} devices, {kind}",
                     **({"needs": NEEDS_GPUS} if args.on == "gpu" else {})}
@@ -693,13 +694,13 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
     share = gpu_memory_share(fitting) if args.on == "gpu" else None
     if share:
         rec.notes["gpu_memory_share"] = share
-    for model in left_out(args):
+    for model in left:
         rec.notes.setdefault("runs_not_run", {})[model] = {"devices": None, "reason": (
             "left out on CPU cores (cpu_models): the preset trains it data-parallel on GPUs "
             "only")}
         print(f"{model} not run: left out on CPU cores (--cpu-models)", flush=True)
     for model, images, lr in zip(args.models, args.images, args.learning_rates):
-        if model in left_out(args):
+        if model in left:
             continue
         options = {"seed": args.seed, "lr": lr, "batch_size": args.batch_size,
                    "folder": folder, "train_limit": args.train_limit,

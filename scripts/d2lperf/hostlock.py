@@ -157,7 +157,7 @@ def holders(fd: int) -> list[tuple[int, bool]]:
 
 
 def describe(pid: int) -> str:
-    """``pid 4242 (python scripts/sections/hybridize/hybridize_mxnet.py ..., since 18:40:02)``, as
+    """``pid 4242 (python scripts/sections/ceilings/ceilings_mxnet.py ..., since 18:40:02)``, as
     much of it as /proc shows."""
     words = []
     with contextlib.suppress(OSError):

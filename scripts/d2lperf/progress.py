@@ -31,7 +31,7 @@ _beats = {"last": None, "longest": 0.0, "written": float("-inf")}
 
 
 def introduce(section: str, framework_label: str) -> None:
-    """Name this process's lines on the console: ``hybridize (MXNet): ...``."""
+    """Name this process's lines on the console: ``ceilings (MXNet): ...``."""
     global _who
     _who = f"{section} ({framework_label})"
     beat()

@@ -117,7 +117,9 @@ class SpeedClaim:
     claim, framework-neutral; ``short``: the report's first screen; ``label``: how the
     evidence names the ratio (default ``faster/slower``); ``document_section``: the
     section whose documents' figures of the same cases the report sets beside it, where
-    the documents printed them under another section. Claims with rules of their own
+    the documents printed them under another section; ``site``: the heading of a column of
+    the site's index that shows, per machine and framework, how many times faster
+    ``faster`` ran (a headline figure; empty: no column). Claims with rules of their own
     are written in the section's ``claims.py``, beside this declaration (``d2lperf.claims``
     loads it: a rule judges, and the workers that read the declaration judge nothing)."""
 
@@ -128,6 +130,7 @@ class SpeedClaim:
     slower: str
     label: str = ""
     document_section: str = ""
+    site: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,7 +171,9 @@ class Section:
     (more than 1) for a task per device spread over that many nodes; and a sample is a
     fixed number of images (``images``), not an epoch.
     ``models``: the models a training section trains (``d2lperf.flops`` counts their
-    FLOPs); its cases are ``<model>_<n>_device(s)``.
+    FLOPs); its cases are ``<model>_<n>_device(s)``. ``defines``: the models its scripts
+    define, the book's code of each, which another section's scripts and the commands
+    load from there (``model_script``): one definition of each net.
     ``aa_pairs``: its A/A checks (``AAPair``), judged beside its claims.
     ``presets``: its entry in each preset it declares (``documents``: the documents'
     workloads, ``ci``: small ones), each key its scripts' option of the same name; the
@@ -201,6 +206,7 @@ class Section:
     documents_code: bool = True
     process_per_device: bool = False
     models: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
     work: Mapping[str, Matrices] = field(default_factory=dict)
     aa_pairs: tuple[AAPair, ...] = ()
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -253,6 +259,15 @@ def load_script(framework: str, name: str):
     """A section's script as a module, without running it (its models, for another
     script or a command that uses the same ones: one definition of each)."""
     return load_module(script(name, framework), f"{framework}_{name}")
+
+
+def model_script(framework: str, model: str):
+    """The script of ``framework`` that defines ``model`` (the book's code of that net, in
+    the section whose declaration ``defines`` it), as a module."""
+    owner = next((s.name for s in SECTIONS.values() if model in s.defines), None)
+    if owner is None:
+        raise KeyError(f"no section defines the model {model!r}")
+    return load_script(framework, owner)
 
 
 def discover(folder: Path = SCRIPTS) -> dict[str, Section]:

@@ -1,5 +1,5 @@
 # One rule per section of the chapter and framework, named after it (`snakemake --forcerun
-# hybridize` for the documents' framework's, `hybridize_<framework>` for a twin). Each calls
+# <section>` for the documents' framework's, `<section>_<framework>` for a twin). Each calls
 # the manager (`d2lperf measure`), which runs scripts/sections/<section>/<section>_<framework>.py
 # in that framework's environment with explicit arguments from the preset, in fresh
 # processes, and judges its stages; the job holds the whole machine lock while it times, and

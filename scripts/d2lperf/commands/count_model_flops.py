@@ -1,8 +1,8 @@
 """Count the FLOPs per example of the models the training sections train (report/model_flops.csv).
 
 One count per architecture, with PyTorch's ``torch.utils.flop_counter.FlopCounterMode``
-on the very LeNet (sections/multi_gpu_scratch/multi_gpu_scratch_pytorch.py) and ResNet-18
-(sections/multi_gpu_gluon/multi_gpu_gluon_pytorch.py) that the PyTorch twins train: one forward pass
+on the very LeNet and ResNet-18 that the PyTorch twins train (each defined once, in the
+script of the section that ``defines`` it: ``sections.model_script``): one forward pass
 and one backward pass of the loss, as a training step runs them, on a batch of
 Fashion-MNIST's shape (1x28x28), divided by the batch. Every framework's twin trains the
 same architecture on the same images, so the count holds for all of them
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from d2lperf.flops import COLUMNS, TABLE
-from d2lperf.sections import load_script
+from d2lperf.sections import model_script
 
 INPUT_SHAPE = (1, 28, 28)  # Fashion-MNIST, not resized, in both training sections
 BATCH = 8  # the products scale with the batch: the count is divided by it
@@ -50,9 +50,9 @@ def count(forward, parameters) -> tuple[int, int]:
 
 def models() -> dict[str, tuple]:
     """Each model's forward function and parameters, as its twin builds them."""
-    scratch = load_script("pytorch", "multi_gpu_scratch")
+    scratch = model_script("pytorch", "lenet")
     params = [p.requires_grad_() for p in scratch.init_params()]
-    gluon = load_script("pytorch", "multi_gpu_gluon")
+    gluon = model_script("pytorch", "resnet18")
     net = gluon.resnet18(10)
     net.apply(gluon.init_weights)
     net.train()

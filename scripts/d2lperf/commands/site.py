@@ -6,10 +6,10 @@ Reads every machine's folder under results/ (this machine's, and those imported 
 kept archives: report/machines/, archives/) that holds a verdicts table and a
 machine.json, and writes ``<out>/index.html``: the machines side by side (the CPU, its
 vector unit and cores, the GPUs, when it was measured, its headline figures: the best
-matrix-product rate on its CPU and GPU, how much faster the hybridized MLP ran than the
-imperative one per framework) and every claim's verdict per machine and framework, the
-same claims the report shows, filterable by framework and by device (machines with a GPU
-or without).
+matrix-product rate on its CPU and GPU, and per framework how many times faster the
+faster case of each claim declared with a ``site`` heading ran: the hybridized MLP's) and
+every claim's verdict per machine and framework, the same claims the report shows,
+filterable by framework and by device (machines with a GPU or without).
 
 Each machine's own page, ``<out>/<machine>/report.html``, is rendered here by the
 report's code and template (d2lperf report) from the machine's checked tables
@@ -177,6 +177,11 @@ def claim_verdicts(verdicts) -> dict[tuple[str, str], str]:
             if is_claim(r)}
 
 
+def headlines() -> list[sections.SpeedClaim]:
+    """The claims whose speed-up the index shows per machine (declared with ``site``)."""
+    return [c for s in sections.SECTIONS.values() for c in s.claims if c.site]
+
+
 def machine_entry(copy: Path) -> dict[str, object]:
     """One machine's row and verdicts, from the copy of its folder (RecordError, TableError
     or OSError where it cannot be read)."""
@@ -185,12 +190,14 @@ def machine_entry(copy: Path) -> dict[str, object]:
     summary = read_table(copy / "summary.csv")
     verdicts["framework"] = verdicts["framework"].fillna(DOCUMENTS)
     frameworks = [f for f in REGISTRY if f in set(verdicts["framework"])]
-    speedups = {}
-    for framework in frameworks:
-        row = verdicts[(verdicts["name"] == "hybridize_speeds_up_mlp")
-                       & (verdicts["framework"] == framework)]
-        ratio = float(row["ratio"].iloc[0]) if len(row) else float("nan")
-        speedups[framework] = round(1 / ratio, 2) if ratio == ratio and ratio > 0 else None
+    speedups: dict[str, dict[str, float | None]] = {}
+    for claim in headlines():
+        for framework in frameworks:
+            row = verdicts[(verdicts["name"] == claim.name)
+                           & (verdicts["framework"] == framework)]
+            ratio = float(row["ratio"].iloc[0]) if len(row) else float("nan")
+            speedups.setdefault(claim.name, {})[framework] = (
+                round(1 / ratio, 2) if ratio == ratio and ratio > 0 else None)
     runs = [read_run(path) for path in sorted(copy.glob("*/run.json"))]
     started = sorted(str(run.get("started", "")) for run in runs)
     facts = machine_traits(machine)
@@ -312,6 +319,7 @@ def site_view(machines: list[dict[str, Any]], left_out: list[str]) -> dict[str, 
         "machines": machines,
         "frameworks": [{"name": f, "label": LABELS[f]} for f in frameworks],
         "claims": [{"name": n, "short": shorts[n]} for n in names],
+        "headlines": [{"name": c.name, "heading": c.site} for c in headlines()],
         "verdict_class": {v: v.replace(" ", "-") for v in VERDICT_RANK},
         "refused": left_out,
     }

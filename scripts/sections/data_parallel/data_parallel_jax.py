@@ -38,13 +38,13 @@ def make_model(model: str, key):
     import optax
 
     if model == "lenet":
-        scratch = sections.load_script("jax", "multi_gpu_scratch")
+        scratch = sections.model_script("jax", "lenet")
 
         def lenet_loss(params, state, X, y):
             return scratch.loss(scratch.lenet(X, params), y).mean(), state
 
         return scratch.init_params(key), {}, lenet_loss
-    concise = sections.load_script("jax", "multi_gpu_gluon")
+    concise = sections.model_script("jax", "resnet18")
     net = concise.resnet18(10)
     variables = net.init(key, jnp.zeros((1, 1, 28, 28)))
 

@@ -87,7 +87,7 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
     lr, batch = options["lr"] * me.world, options["batch_size"]
     loss = gluon.loss.SoftmaxCrossEntropyLoss()
     if model == "lenet":
-        scratch = sections.load_script("mxnet", "multi_gpu_scratch")
+        scratch = sections.model_script("mxnet", "lenet")
         params = scratch.get_params(scratch.init_params(), ctx)
         for key, p in enumerate(params):
             kv.init(key, p)
@@ -103,7 +103,7 @@ def rank_main(me: groups.Member, on: str, model: str, options: dict, conn) -> No
             scratch.sgd(params, lr, batch * me.world)
             return l
     else:
-        net = sections.load_script("mxnet", "multi_gpu_gluon").resnet18(10)
+        net = sections.model_script("mxnet", "resnet18").resnet18(10)
         net.initialize(init=init.Normal(sigma=0.01), ctx=ctx)
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": lr},
                                 kvstore=kv)

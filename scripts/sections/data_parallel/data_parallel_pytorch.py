@@ -47,7 +47,7 @@ def build_net(model: str):
     from torch import nn
 
     if model == "lenet":
-        scratch = sections.load_script("pytorch", "multi_gpu_scratch")
+        scratch = sections.model_script("pytorch", "lenet")
 
         class LeNet(nn.Module):
             def __init__(self) -> None:
@@ -58,7 +58,7 @@ def build_net(model: str):
                 return scratch.lenet(X, list(self.params))
 
         return LeNet()
-    concise = sections.load_script("pytorch", "multi_gpu_gluon")
+    concise = sections.model_script("pytorch", "resnet18")
     net = concise.resnet18(10)
     net.apply(concise.init_weights)
     return net

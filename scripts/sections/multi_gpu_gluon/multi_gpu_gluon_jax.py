@@ -179,7 +179,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
                               d2l.names(devices).split(","), meter, examples)
         seconds.append(clock.seconds)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
-    rec.notes.setdefault("data_parallel", {})[case] = (
+    rec.notes.setdefault("parallelism", {})[case] = (
         f"one jitted step, the batch sharded over {d2l.names(devices)}, the parameters "
         "replicated")
     print(f"test acc: {test_acc:.2f}, {Stats(seconds).mean:.1f} sec/epoch on {devices}",

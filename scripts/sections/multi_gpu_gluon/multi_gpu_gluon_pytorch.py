@@ -215,7 +215,7 @@ def train(args: argparse.Namespace, rec: Recorder, net, devices, batch_size: int
                               meter, examples)
         seconds.append(clock.seconds)
     rec.notes.setdefault("train_examples_per_epoch", {})[case] = examples
-    rec.notes.setdefault("data_parallel", {})[case] = (
+    rec.notes.setdefault("parallelism", {})[case] = (
         f"nn.DataParallel over {d2l.names(devices)}" if d2l.is_cuda(devices[0]) else
         "nn.DataParallel without CUDA: a pass-through, the whole batch on the CPU")
     print(f"test acc: {test_acc:.2f}, {Stats(seconds).mean:.1f} sec/epoch on {devices}",

@@ -17,6 +17,7 @@ SECTION = Section(
     gpus=2,
     data=True,
     models=("resnet18",),
+    defines=("resnet18",),
     runtime=120,
     mem_mb=16000,
     presets={

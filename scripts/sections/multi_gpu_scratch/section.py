@@ -17,6 +17,7 @@ SECTION = Section(
     cpu_stand_in=True,
     data=True,
     models=("lenet",),
+    defines=("lenet",),
     blas=True,
     runtime=60,
     presets={
