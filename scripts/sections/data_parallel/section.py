@@ -83,11 +83,14 @@ SECTION = Section(
             "nodes": 1,
             "batch_size": 256,
             "warmup": 0,
-            "repeats": 2,
-            # On two CPU cores a LeNet process takes 35-45 s in MXNet and PyTorch and about
-            # 60 s in JAX, whose processes spread wider: three decided MXNet's and PyTorch's
-            # claim at the first look, JAX's only at the second (six processes, 381 s).
-            "processes": {"default": 3, "jax": 4},
+            # One round per process, six processes: the claims' intervals come from the spread
+            # between processes, and a process's fixed cost (its interpreter, the groups'
+            # startup and first step: 20-35 s on two CPU cores) is spent once for its round.
+            # At two rounds a process took 30-60 s, and the first look at three processes (four
+            # in JAX: an interval of 2 or 3 degrees of freedom) left the LeNet claim undecided
+            # in four of six section runs, a second stage doubling the section's time.
+            "repeats": 1,
+            "processes": 6,
             "budget_seconds": {"default": 900, "jax": 1500},
         },
         "ci": {
