@@ -70,6 +70,11 @@ REPEATED = {**TIMING, "processes": per_framework(PROCESSES),
             "budget_seconds": per_framework(BUDGET), "seed": SEED}
 PER_FRAMEWORK = ("budget_seconds", "processes", "repeats", "warmup")
 REPEATED_REQUIRED = ("warmup", "repeats")
+# Preset keys that are no section's own flags: the timing options every side-by-side
+# script shares (``arguments.parser``; the training sections' seed, ``training.parser``)
+# and the manager's (``d2lperf.manager``). Every other key is a workload option, whose
+# flag ``arguments.add_options`` makes from the declaration.
+SHARED = ("warmup", "repeats", "seed", "processes", "budget_seconds")
 
 
 @dataclass(frozen=True)
@@ -221,6 +226,12 @@ class Section:
         if self.models:
             names += ["models", "images"] if self.process_per_device else ["train_limit"]
         return list(dict.fromkeys(names))
+
+    def takes(self, key: str, framework: str | None = None) -> bool:
+        """Whether ``framework``'s script takes option ``key`` as a workload flag of its
+        own: not a shared one (``SHARED``), nor one only another framework's script takes
+        (``framework_options``; None: a key every framework's script takes)."""
+        return key not in SHARED and self.framework_options.get(key, framework) == framework
 
     def has(self, framework: str) -> bool:
         """Whether ``framework`` has this section: its script is there."""
