@@ -189,17 +189,15 @@ DEFAULT_BUDGET_S = 180.0
 DEFAULT_BAND = 0.05
 
 
-def parser(description: str, *, repeated: bool = True,
-           section: str | None = None) -> argparse.ArgumentParser:
+def parser(description: str, *, repeated: bool = True, section: str | None = None,
+           framework: str | None = None) -> argparse.ArgumentParser:
     """The common arguments; ``repeated=False`` for sections whose samples are epochs;
-    ``section``: that section's workload options too, with the document's values as
-    defaults, once for both twins (``document_options`` in the table of sections): a
-    script run by hand reproduces the document; the presets set them in a pipeline run."""
+    ``section``: that section's workload options too, made from its declaration
+    (``add_options``; ``framework``: the script's, where it takes an option the others do
+    not)."""
     p = argparse.ArgumentParser(description=description)
-    options = sections.SECTIONS[section].document_options if section else ()
-    for flag, default, meaning in options:
-        p.add_argument(flag, type=positive_int, default=default,
-                       help=f"{meaning} (document: {default})")
+    if section:
+        add_options(p, section, framework)
     out = p.add_argument_group("outputs")
     out.add_argument("--csv", required=True, help="tidy CSV of raw samples to write")
     out.add_argument("--sidecar", required=True, help="JSON run record to write")
@@ -230,12 +228,7 @@ def parser(description: str, *, repeated: bool = True,
 
 def ceilings_parser(description: str) -> argparse.ArgumentParser:
     """The ceilings sections' command line (every framework measures the same sizes)."""
-    p = parser(description)
-    p.add_argument("--dot-sizes", type=positive_int, nargs="+", default=[2000, 4000],
-                   help="square matrix sizes for the matrix-multiply rates")
-    p.add_argument("--copy-mb", type=positive_int, default=256,
-                   help="megabytes copied for the bandwidth figures")
-    return p
+    return parser(description, section="ceilings")
 
 
 def two_gpu_parser(description: str) -> argparse.ArgumentParser:

@@ -147,8 +147,12 @@ class Section:
 
     ``options`` is the JSON schema of its preset entry: a mapping of property schemas
     (or a whole schema, as ``TRAINING``); ``required`` the keys every preset must set.
-    ``document_options``: the workload options with the document's values, which both
-    twins' command lines take as defaults (``harness.parser(section=...)``);
+    With ``presets["documents"]`` it is the one declaration of its options: the config
+    check checks a preset by it, and its scripts' command lines are made from it
+    (``arguments.add_options``): a flag per workload option (every key but the shared
+    ones, ``SHARED``), typed and bounded by the option's schema, its help the schema's
+    ``description``, its default the documents' value (or the schema's own ``default``,
+    where leaving the option out means something of its own).
     ``document_runs``: a training section's calls of the documents' ``train(num_gpus,
     batch_size, lr)`` and epochs, the defaults of ``training.parser``.
     ``framework_options``: preset keys that only one framework's script takes.
@@ -189,7 +193,6 @@ class Section:
     heading: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
-    document_options: tuple[tuple[str, int, str], ...] = ()
     document_runs: Mapping[str, Any] = field(default_factory=dict)
     framework_options: Mapping[str, str] = field(default_factory=dict)
     plot: str = "timing"
