@@ -10,7 +10,7 @@ import argparse
 
 import pytest
 
-from d2lperf import arguments, sections
+from d2lperf import arguments, memory, sections
 from d2lperf.arguments import non_negative_int, option_argument, positive_float, positive_int
 from d2lperf.frameworks import REGISTRY
 from d2lperf.presets import cli_args, for_framework
@@ -19,11 +19,12 @@ from d2lperf.presets import cli_args, for_framework
 # section=<name>)``'s alone (their ``build_parser``): a section added by the recipe takes
 # the default.
 BUILDERS = {
+    "async_memory": lambda name, framework: memory.parser(name),
     "auto_parallelism": lambda name, framework: arguments.two_gpu_parser(name),
     "ceilings": lambda name, framework: arguments.ceilings_parser(name),
 }
 # The sections whose scripts still write their workload flags by hand.
-BY_HAND = ("async_memory", "data_parallel", "multi_gpu_gluon", "multi_gpu_scratch")
+BY_HAND = ("data_parallel", "multi_gpu_gluon", "multi_gpu_scratch")
 # Preset keys a script leaves to its manager (d2lperf.manager), which runs it.
 MANAGERS = ("processes", "budget_seconds")
 
