@@ -10,7 +10,7 @@ import argparse
 
 import pytest
 
-from d2lperf import arguments, memory, sections
+from d2lperf import arguments, groups, memory, sections
 from d2lperf.arguments import non_negative_int, option_argument, positive_float, positive_int
 from d2lperf.frameworks import REGISTRY
 from d2lperf.presets import cli_args, for_framework
@@ -22,9 +22,10 @@ BUILDERS = {
     "async_memory": lambda name, framework: memory.parser(name),
     "auto_parallelism": lambda name, framework: arguments.two_gpu_parser(name),
     "ceilings": lambda name, framework: arguments.ceilings_parser(name),
+    "data_parallel": lambda name, framework: groups.parser(name),
 }
 # The sections whose scripts still write their workload flags by hand.
-BY_HAND = ("data_parallel", "multi_gpu_gluon", "multi_gpu_scratch")
+BY_HAND = ("multi_gpu_gluon", "multi_gpu_scratch")
 # Preset keys a script leaves to its manager (d2lperf.manager), which runs it.
 MANAGERS = ("processes", "budget_seconds")
 
@@ -64,6 +65,14 @@ def test_every_option_a_script_takes_defaults_to_the_documents_value(section, fr
         wanted = schemas[key].get("default", documents.get(key))
         assert arguments.flag(key) in flags(p), (section, framework, key)
         assert p.get_default(key) == wanted, (section, framework, key)
+
+
+def test_an_option_whose_absence_means_every_model_keeps_that_default():
+    """The documents train LeNet alone on CPU cores; left out, every model is trained
+    there, on the command line as in a config that sets it to null."""
+    p = groups.parser("data_parallel")
+    assert sections.SECTIONS["data_parallel"].presets["documents"]["cpu_models"] == ["lenet"]
+    assert p.get_default("cpu_models") is None
 
 
 @pytest.mark.parametrize("preset", ["documents", "ci"])
