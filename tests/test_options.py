@@ -10,7 +10,7 @@ import argparse
 
 import pytest
 
-from d2lperf import arguments, groups, memory, sections
+from d2lperf import arguments, groups, memory, sections, training
 from d2lperf.arguments import non_negative_int, option_argument, positive_float, positive_int
 from d2lperf.frameworks import REGISTRY
 from d2lperf.presets import cli_args, for_framework
@@ -23,9 +23,9 @@ BUILDERS = {
     "auto_parallelism": lambda name, framework: arguments.two_gpu_parser(name),
     "ceilings": lambda name, framework: arguments.ceilings_parser(name),
     "data_parallel": lambda name, framework: groups.parser(name),
+    "multi_gpu_gluon": lambda name, framework: training.parser(name, name),
+    "multi_gpu_scratch": lambda name, framework: training.parser(name, name),
 }
-# The sections whose scripts still write their workload flags by hand.
-BY_HAND = ("multi_gpu_gluon", "multi_gpu_scratch")
 # Preset keys a script leaves to its manager (d2lperf.manager), which runs it.
 MANAGERS = ("processes", "budget_seconds")
 
@@ -39,7 +39,7 @@ def script_parser(section: str, framework: str) -> argparse.ArgumentParser:
 def scripts() -> list[tuple[str, str]]:
     """Every section and framework that has its script."""
     return [(name, framework) for name, entry in sections.SECTIONS.items()
-            for framework in REGISTRY if entry.has(framework) and name not in BY_HAND]
+            for framework in REGISTRY if entry.has(framework)]
 
 
 def flags(p: argparse.ArgumentParser) -> set[str]:
@@ -138,3 +138,9 @@ def test_a_schema_no_argument_type_checks_is_refused():
                    {"type": "string"}):
         with pytest.raises(TypeError, match="no command-line type"):
             option_argument(schema, None)
+
+
+def test_the_declarations_give_their_scripts_options_and_nothing_else():
+    """The declaration is the one place: no section carries a second list of its flags."""
+    for entry in sections.SECTIONS.values():
+        assert not hasattr(entry, "document_options") and not hasattr(entry, "document_runs")

@@ -2,14 +2,15 @@
 ``SECTIONS``, every folder of ``scripts/sections/`` that declares one, in the report's order.
 
 A section is one folder, ``scripts/sections/<name>/``: ``section.py`` declares it once
-(``SECTION = Section(...)``: its titles, its options as JSON-schema pieces, its documents'
-defaults, its speed claims, what it needs), and beside it each framework's script,
-``mxnet.py``, ``pytorch.py``, ``jax.py``. ``discover`` finds the folders: nothing lists
-the sections by hand. The Snakefile makes one rule per section and framework and takes
-each job's SLURM resources from here; the config check takes the section's preset options
-from here (so a preset must have an entry for every section, with the keys it requires);
-the plots take their titles and kind; the report its order and headings (``write_csv``
-writes the table the report reads).
+(``SECTION = Section(...)``: its titles, its options as JSON-schema pieces with the
+documents' values, from which its scripts' command lines are made, its speed claims, what
+it needs), and beside it each framework's script, ``<name>_<framework>.py``. ``discover``
+finds the folders: nothing lists the sections by hand. The Snakefile makes one rule per
+section and framework and takes each job's SLURM resources from here; the config check
+takes the section's preset options from here (so a preset must have an entry for every
+section, with the keys it requires), and the scripts their command lines
+(``arguments.add_options``); the plots take their titles and kind; the report its order
+and headings (``write_csv`` writes the table the report reads).
 
 This module, and the declarations, import nothing but the standard library (a
 declaration imports its words from here): the Snakefile, the config check and the section
@@ -153,8 +154,6 @@ class Section:
     ones, ``SHARED``), typed and bounded by the option's schema, its help the schema's
     ``description``, its default the documents' value (or the schema's own ``default``,
     where leaving the option out means something of its own).
-    ``document_runs``: a training section's calls of the documents' ``train(num_gpus,
-    batch_size, lr)`` and epochs, the defaults of ``training.parser``.
     ``framework_options``: preset keys that only one framework's script takes.
     ``plot``: how plots.py draws it (``timing``, ``memory``, ``training``, ``rates``,
     ``scaling``: images/s and efficiency against devices);
@@ -193,7 +192,6 @@ class Section:
     heading: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
-    document_runs: Mapping[str, Any] = field(default_factory=dict)
     framework_options: Mapping[str, str] = field(default_factory=dict)
     plot: str = "timing"
     off_the_plot: tuple[str, ...] = ()
