@@ -85,9 +85,8 @@ SECTION = Section(
     order=10,
     title="Vector sums (a section added from outside)",
     plot_title="One sum against adding one by one",
-    options={{"size": SIZE, **REPEATED}},
+    options={{"size": {{**SIZE, "description": "elements of the vector"}}, **REPEATED}},
     required=("size", *REPEATED_REQUIRED),
-    document_options=(("--size", 1000, "elements of the vector"),),
     claims=(SpeedClaim("{CLAIM}",
                        "one sum over a vector is faster than adding its elements one "
                        "by one", "one sum beats adding one by one",
@@ -149,8 +148,9 @@ def test_a_section_added_by_the_recipe_reaches_the_report(ci_run, tmp_path, expe
                              f"scripts/sections/{NAME}/{NAME}_mxnet.py",
                              f"scripts/sections/{NAME}/{NAME}_pytorch.py"]
     # what the tree's own tests check of every section holds for this one: the table and
-    # the presets, which frameworks have it, the layers, ruff
-    checks_pass(work, "tests/test_sections.py", "tests/test_layers.py",
+    # the presets, its scripts' command lines made from its options, which frameworks have
+    # it, the layers, ruff
+    checks_pass(work, "tests/test_sections.py", "tests/test_options.py", "tests/test_layers.py",
                 "tests/test_lint.py::test_ruff")
 
     done = snakemake(work, "--cores", "2", *CI_CONFIG, f"experiment_python={experiment_python}")

@@ -1,14 +1,23 @@
 """The command line every section script shares: argument types that name what they
 allow, the usage error argparse would give, and ``parser`` with the common options and a
-section's workload options (the document's values, from the table of sections).
+section's workload options.
+
+A section declares its options once (``d2lperf.sections``): their JSON schema and the
+documents' preset. ``add_options`` makes the command line from that declaration, a flag
+per option its script takes, its type, bounds and choices from the option's schema and
+its default the documents' value: a script run by hand reproduces the documents, and the
+presets set the same flags in a pipeline run (``plan.arguments``).
 
 A leaf of the library: it knows no framework and runs nothing."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from d2lperf import devices, sections
 
@@ -62,22 +71,133 @@ def usage_error(message: str) -> None:
     raise SystemExit(2)
 
 
+# The config schema: its ``$defs`` hold the pieces a section's options refer to
+# (``sections.COUNT`` is ``{"$ref": "#/$defs/count"}``).
+CONFIG_SCHEMA = Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml"
+# An integer option's argparse type, by the minimum its schema sets.
+INTEGER_TYPES: dict[int, Callable[[str], int]] = {0: non_negative_int, 1: positive_int}
+
+
+@functools.cache
+def definitions() -> dict[str, Any]:
+    """The config schema's ``$defs``, read once: what a section's ``$ref`` names."""
+    import yaml  # every environment has it; read only where a command line is built
+
+    return yaml.safe_load(CONFIG_SCHEMA.read_text(encoding="utf-8"))["$defs"]
+
+
+def resolved(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``$ref`` replaced by the definition it names, its own keys
+    over the definition's (a description beside a reference is the option's own)."""
+    found = dict(schema)
+    while "$ref" in found:
+        name = found.pop("$ref").rsplit("/", 1)[-1]
+        found = {**definitions()[name], **found}
+    return found
+
+
+def _kind(schema: Mapping[str, Any]) -> str | None:
+    """A schema's type; of ``{"type": ["integer", "null"]}`` the integer (null is the flag
+    left out, its default None)."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return next((k for k in kind if k != "null"), None)
+    return kind
+
+
+def value_type(schema: Mapping[str, Any]) -> Callable[[str], Any]:
+    """The argparse type of one value of an option, from its schema: an integer's by its
+    minimum (``INTEGER_TYPES``), a number above 0 ``positive_float``; TypeError for a
+    schema no type here checks, so that no flag takes what the config check refuses."""
+    kind = _kind(schema)
+    if kind == "integer" and schema.get("minimum") in INTEGER_TYPES:
+        return INTEGER_TYPES[schema["minimum"]]
+    if kind == "number" and schema.get("exclusiveMinimum") == 0:
+        return positive_float
+    raise TypeError(f"no command-line type checks an option of schema {dict(schema)}")
+
+
+def flag(key: str) -> str:
+    """A preset key's flag, as ``presets.cli_args`` writes it: ``batch_size`` ->
+    ``--batch-size``."""
+    return "--" + key.replace("_", "-")
+
+
+def shown(value: Any) -> str:
+    """A value as its flag takes it: a list's items apart (``[1, 2]`` -> ``1 2``)."""
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def flag_default(schema: Mapping[str, Any], documents: Any) -> Any:
+    """An option's default on the command line: the documents' value; None where the
+    documents leave the option out (the script's own choice, which its description says).
+    A schema's own ``default`` goes first: an option whose absence means something of its
+    own (``cpu_models``: every model) keeps that meaning on the command line too, where a
+    config's null leaves it out."""
+    value = schema.get("default", documents)
+    return list(value) if isinstance(value, list) else value
+
+
+def option_argument(schema: Mapping[str, Any], documents: Any) -> dict[str, Any]:
+    """``add_argument``'s keywords for one option: its type, or its choices, from its
+    schema (an array: one value or more, each its items'), its default
+    (``flag_default``), its help the schema's description and the documents' value."""
+    schema = resolved(schema)
+    many = _kind(schema) == "array"
+    one = resolved(schema["items"]) if many else schema
+    meaning = " ".join(str(schema.get("description", "")).split()).replace("%", "%%")
+    keywords: dict[str, Any] = {
+        "default": flag_default(schema, documents),
+        "help": meaning if documents is None else f"{meaning} (documents: {shown(documents)})"}
+    if many:
+        keywords["nargs"] = "+"
+    if "enum" in one:
+        keywords["choices"] = list(one["enum"])
+    else:
+        keywords["type"] = value_type(one)
+    return keywords
+
+
+def option_schemas(section: str) -> dict[str, Any]:
+    """The schema of each of a section's options, by key, in the order declared (a whole
+    schema given by reference, the training sections' ``TRAINING``, resolved)."""
+    return dict(resolved(sections.SECTIONS[section].options_schema())["properties"])
+
+
+def option_keys(section: str, framework: str | None = None) -> list[str]:
+    """The options of ``section`` that ``framework``'s script takes as flags of its own
+    (``Section.takes``; None: those every framework's script takes), in the order
+    declared."""
+    entry = sections.SECTIONS[section]
+    return [key for key in option_schemas(section) if entry.takes(key, framework)]
+
+
+def add_options(p: argparse.ArgumentParser, section: str,
+                framework: str | None = None) -> None:
+    """The section's workload flags, made from its declaration, on ``p`` (a parser or one
+    of its groups): a flag per option its ``framework``'s script takes (``option_keys``),
+    typed and bounded by the option's schema, its default the documents' preset's value
+    (``option_argument``)."""
+    documents = sections.SECTIONS[section].presets.get("documents", {})
+    schemas = option_schemas(section)
+    for key in option_keys(section, framework):
+        p.add_argument(flag(key), **option_argument(schemas[key], documents.get(key)))
+
+
 # The manager's defaults (d2lperf.manager): the documents' preset's budget and band.
 DEFAULT_BUDGET_S = 180.0
 DEFAULT_BAND = 0.05
 
 
-def parser(description: str, *, repeated: bool = True,
-           section: str | None = None) -> argparse.ArgumentParser:
+def parser(description: str, *, repeated: bool = True, section: str | None = None,
+           framework: str | None = None) -> argparse.ArgumentParser:
     """The common arguments; ``repeated=False`` for sections whose samples are epochs;
-    ``section``: that section's workload options too, with the document's values as
-    defaults, once for both twins (``document_options`` in the table of sections): a
-    script run by hand reproduces the document; the presets set them in a pipeline run."""
+    ``section``: that section's workload options too, made from its declaration
+    (``add_options``; ``framework``: the script's, where it takes an option the others do
+    not)."""
     p = argparse.ArgumentParser(description=description)
-    options = sections.SECTIONS[section].document_options if section else ()
-    for flag, default, meaning in options:
-        p.add_argument(flag, type=positive_int, default=default,
-                       help=f"{meaning} (document: {default})")
+    if section:
+        add_options(p, section, framework)
     out = p.add_argument_group("outputs")
     out.add_argument("--csv", required=True, help="tidy CSV of raw samples to write")
     out.add_argument("--sidecar", required=True, help="JSON run record to write")
@@ -108,12 +228,7 @@ def parser(description: str, *, repeated: bool = True,
 
 def ceilings_parser(description: str) -> argparse.ArgumentParser:
     """The ceilings sections' command line (every framework measures the same sizes)."""
-    p = parser(description)
-    p.add_argument("--dot-sizes", type=positive_int, nargs="+", default=[2000, 4000],
-                   help="square matrix sizes for the matrix-multiply rates")
-    p.add_argument("--copy-mb", type=positive_int, default=256,
-                   help="megabytes copied for the bandwidth figures")
-    return p
+    return parser(description, section="ceilings")
 
 
 def two_gpu_parser(description: str) -> argparse.ArgumentParser:

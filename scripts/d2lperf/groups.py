@@ -62,11 +62,10 @@ from multiprocessing.connection import (
 from pathlib import Path
 from typing import Any
 
-from d2lperf import arguments, data, devices, progress, sections, timing, training, workloads
-from d2lperf.arguments import positive_float, positive_int
+from d2lperf import arguments, data, devices, progress, sections, timing, training
 from d2lperf.errors import NEEDS_GPUS, Skipped
 
-MODELS = workloads.TRAINING_MODELS["data_parallel"]
+SECTION = "data_parallel"
 POLL_S = 1.0  # how often the coordinator looks at a group's silent processes
 # A collective that waits longer than this has lost a process: far beyond the slowest
 # step seen (a ResNet-18 step of 256 images on one CPU thread takes about 7 s). It is also
@@ -93,31 +92,13 @@ KEY = "D2LPERF_GROUP_KEY"
 
 def parser(description: str) -> argparse.ArgumentParser:
     """The section's command line in every framework: the common options, the training
-    ones (the preset's keys, with the documents' values) and ``--on`` (default cpu)."""
-    p = arguments.parser(description, section="data_parallel")
+    ones (made from the section's declaration: its options, the documents' values) and
+    ``--on`` (default cpu)."""
+    p = arguments.parser(description)
     train = p.add_argument_group("training")
-    train.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS),
-                       help="the nets to train (document: both)")
-    train.add_argument("--cpu-models", nargs="+", choices=MODELS, default=None,
-                       help="the nets trained where a device is a CPU core (default: every "
-                            "one of --models); the others say why they did not run")
-    train.add_argument("--images", type=positive_int, nargs="+", default=[8192, 2048],
-                       help="images each timed sample trains, per model")
-    train.add_argument("--learning-rates", type=positive_float, nargs="+", default=[0.2, 0.1],
-                       help="learning rate of one device, per model, multiplied by the "
-                            "device count (documents: LeNet 0.2, ResNet-18 0.1)")
-    train.add_argument("--device-counts", type=positive_int, nargs="+", default=[1, 2, 4, 8],
-                       help="device counts; those above the machine's are not run")
-    train.add_argument("--batch-size", type=positive_int, default=256,
-                       help="images per device and step (document: 256)")
+    arguments.add_options(train, SECTION)  # type: ignore[arg-type]  (a group takes the same calls)
     train.add_argument("--data-dir", default=None,
                        help="folder with Fashion-MNIST's four .gz files")
-    train.add_argument("--train-limit", type=positive_int, default=None,
-                       help="train on the first N training images only (default: all 60000)")
-    train.add_argument("--nodes", type=positive_int, default=1,
-                       help="nodes the largest count spans, inside a SLURM job: the counts' "
-                            "processes spread over them, the largest count's share a node "
-                            "each (default 1: every group on this machine)")
     devices.add_argument(p, default="cpu")
     return p
 

@@ -167,10 +167,7 @@ def main(framework: str, description: str, body: Callable[[argparse.Namespace, R
     add_workload = add_workload or add_workload_options
     argv = sys.argv[1:]
     if "--child" not in argv:
-        p = arguments.parser(description, repeated=False)
-        add_workload(p)
-        add_process_options(p)
-        return harness.main("async_memory", framework, p, body)
+        return harness.main(SECTION, framework, parser(description, add_workload), body)
     p = argparse.ArgumentParser(description="one run of one mode (used by this script itself)")
     p.add_argument("--child", choices=MODES, required=True)
     p.add_argument("--result", required=True, help="JSON file for the run's figures")
@@ -247,20 +244,30 @@ def record_runs(rec: Recorder, args: argparse.Namespace, runs: Runs,
 
 # The command line
 
+SECTION = "async_memory"
+
+
+def parser(description: str, add_workload: Callable[[argparse.ArgumentParser], None]
+           | None = None) -> argparse.ArgumentParser:
+    """A twin's command line: the common options (its samples are fresh processes), the
+    workload ones (``add_workload``, default ``add_workload_options``) and its own
+    ``--warmup`` and ``--repeats`` (``add_process_options``)."""
+    p = arguments.parser(description, repeated=False)
+    (add_workload or add_workload_options)(p)
+    add_process_options(p)
+    return p
+
+
 def add_workload_options(p: argparse.ArgumentParser) -> None:
-    """The document's training workload: batches, batch size, how often to print."""
-    p.add_argument("--batches", type=positive_int, default=100,
-                   help="training batches per run (document: 100)")
-    p.add_argument("--batch-size", type=positive_int, default=1024,
-                   help="examples per batch (document: 1024)")
-    p.add_argument("--report-every", type=positive_int, default=50,
-                   help="record the elapsed time every this many batches (document: 50)")
+    """The document's training workload, as the section declares it: batches, batch size,
+    how often to record the elapsed time."""
+    arguments.add_options(p, SECTION)
 
 
 def workload_flags(args: argparse.Namespace) -> list[str]:
     """The workload options again, for the fresh child process of each run."""
-    return ["--batches", str(args.batches), "--batch-size", str(args.batch_size),
-            "--report-every", str(args.report_every)]
+    return [word for key in arguments.option_keys(SECTION)
+            for word in (arguments.flag(key), str(getattr(args, key)))]
 
 
 def add_process_options(p: argparse.ArgumentParser) -> None:

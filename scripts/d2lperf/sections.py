@@ -2,14 +2,15 @@
 ``SECTIONS``, every folder of ``scripts/sections/`` that declares one, in the report's order.
 
 A section is one folder, ``scripts/sections/<name>/``: ``section.py`` declares it once
-(``SECTION = Section(...)``: its titles, its options as JSON-schema pieces, its documents'
-defaults, its speed claims, what it needs), and beside it each framework's script,
-``mxnet.py``, ``pytorch.py``, ``jax.py``. ``discover`` finds the folders: nothing lists
-the sections by hand. The Snakefile makes one rule per section and framework and takes
-each job's SLURM resources from here; the config check takes the section's preset options
-from here (so a preset must have an entry for every section, with the keys it requires);
-the plots take their titles and kind; the report its order and headings (``write_csv``
-writes the table the report reads).
+(``SECTION = Section(...)``: its titles, its options as JSON-schema pieces with the
+documents' values, from which its scripts' command lines are made, its speed claims, what
+it needs), and beside it each framework's script, ``<name>_<framework>.py``. ``discover``
+finds the folders: nothing lists the sections by hand. The Snakefile makes one rule per
+section and framework and takes each job's SLURM resources from here; the config check
+takes the section's preset options from here (so a preset must have an entry for every
+section, with the keys it requires), and the scripts their command lines
+(``arguments.add_options``); the plots take their titles and kind; the report its order
+and headings (``write_csv`` writes the table the report reads).
 
 This module, and the declarations, import nothing but the standard library (a
 declaration imports its words from here): the Snakefile, the config check and the section
@@ -70,6 +71,11 @@ REPEATED = {**TIMING, "processes": per_framework(PROCESSES),
             "budget_seconds": per_framework(BUDGET), "seed": SEED}
 PER_FRAMEWORK = ("budget_seconds", "processes", "repeats", "warmup")
 REPEATED_REQUIRED = ("warmup", "repeats")
+# Preset keys that are no section's own flags: the timing options every side-by-side
+# script shares (``arguments.parser``; the training sections' seed, ``training.parser``)
+# and the manager's (``d2lperf.manager``). Every other key is a workload option, whose
+# flag ``arguments.add_options`` makes from the declaration.
+SHARED = ("warmup", "repeats", "seed", "processes", "budget_seconds")
 
 
 @dataclass(frozen=True)
@@ -145,10 +151,12 @@ class Section:
 
     ``options`` is the JSON schema of its preset entry: a mapping of property schemas
     (or a whole schema, as ``TRAINING``); ``required`` the keys every preset must set.
-    ``document_options``: the workload options with the document's values, which both
-    twins' command lines take as defaults (``harness.parser(section=...)``);
-    ``document_runs``: a training section's calls of the documents' ``train(num_gpus,
-    batch_size, lr)`` and epochs, the defaults of ``training.parser``.
+    With ``presets["documents"]`` it is the one declaration of its options: the config
+    check checks a preset by it, and its scripts' command lines are made from it
+    (``arguments.add_options``): a flag per workload option (every key but the shared
+    ones, ``SHARED``), typed and bounded by the option's schema, its help the schema's
+    ``description``, its default the documents' value (or the schema's own ``default``,
+    where leaving the option out means something of its own).
     ``framework_options``: preset keys that only one framework's script takes.
     ``plot``: how plots.py draws it (``timing``, ``memory``, ``training``, ``rates``,
     ``scaling``: images/s and efficiency against devices);
@@ -189,8 +197,6 @@ class Section:
     heading: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
-    document_options: tuple[tuple[str, int, str], ...] = ()
-    document_runs: Mapping[str, Any] = field(default_factory=dict)
     framework_options: Mapping[str, str] = field(default_factory=dict)
     plot: str = "timing"
     off_the_plot: tuple[str, ...] = ()
@@ -227,6 +233,12 @@ class Section:
         if self.models:
             names += ["models", "images"] if self.process_per_device else ["train_limit"]
         return list(dict.fromkeys(names))
+
+    def takes(self, key: str, framework: str | None = None) -> bool:
+        """Whether ``framework``'s script takes option ``key`` as a workload flag of its
+        own: not a shared one (``SHARED``), nor one only another framework's script takes
+        (``framework_options``; None: a key every framework's script takes)."""
+        return key not in SHARED and self.framework_options.get(key, framework) == framework
 
     def has(self, framework: str) -> bool:
         """Whether ``framework`` has this section: its script is there."""

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TextIO, TypeVar
 
-from d2lperf import arguments, data, devices, energy, sections
-from d2lperf.arguments import non_negative_int, positive_float, positive_int
+from d2lperf import arguments, devices, energy
+from d2lperf.arguments import non_negative_int
 from d2lperf.errors import NEEDS_GPUS
 from d2lperf.progress import EVERY_S, say
 from d2lperf.results import Recorder
@@ -37,33 +37,18 @@ class Run(NamedTuple):
 
 def parser(description: str, section: str) -> argparse.ArgumentParser:
     """A training section's command line: the common options (one sample per epoch) and
-    the training ones, defaulting to the document's values (the table of sections)."""
+    the training ones (``add_arguments``)."""
     p = arguments.parser(description, repeated=False)
-    add_arguments(p, **sections.SECTIONS[section].document_runs)
+    add_arguments(p, section)
     return p
 
 
-def add_arguments(
-    parser: argparse.ArgumentParser,
-    *,
-    devices_per_run: Sequence[int],
-    batch_sizes: Sequence[int],
-    learning_rates: Sequence[float],
-    epochs: int,
-) -> None:
-    """The training options, defaulting to the document's values passed in."""
+def add_arguments(parser: argparse.ArgumentParser, section: str) -> None:
+    """The training options: the section's own, made from its declaration (its options,
+    the documents' values: ``arguments.add_options``), the seed, ``--on`` and where the
+    data are."""
     train = parser.add_argument_group("training (one run per --devices value)")
-    train.add_argument("--devices", type=positive_int, nargs="+", default=list(devices_per_run),
-                       help="devices per run, runs one after another "
-                            f"(document: {_listed(devices_per_run)})")
-    train.add_argument("--batch-sizes", type=positive_int, nargs="+", default=list(batch_sizes),
-                       help="batch size of each run, split evenly over its devices "
-                            f"(document: {_listed(batch_sizes)})")
-    train.add_argument("--learning-rates", type=positive_float, nargs="+",
-                       default=list(learning_rates),
-                       help=f"learning rate of each run (document: {_listed(learning_rates)})")
-    train.add_argument("--epochs", type=positive_int, default=epochs,
-                       help=f"epochs per run; each epoch's time is one sample (document: {epochs})")
+    arguments.add_options(train, section)  # type: ignore[arg-type]  (a group takes the same calls)
     train.add_argument("--seed", type=non_negative_int, default=0,
                        help="seed of the parameters' initial values and of the data's order "
                             "(0: a fresh MXNet process's own seed, as the documents ran); "
@@ -75,17 +60,6 @@ def add_arguments(
                               "and Debian's package")
     fashion.add_argument("--data-download", action="store_true",
                          help="let MXNet download the data set when it is found nowhere")
-    fashion.add_argument("--data-workers", type=non_negative_int,
-                         default=data.default_workers(),
-                         help="DataLoader worker processes (document: 4)")
-    fashion.add_argument("--train-limit", type=positive_int, default=None,
-                         help="train on the first N training images only (default: all 60000)")
-    fashion.add_argument("--test-limit", type=positive_int, default=None,
-                         help="test on the first N test images only (default: all 10000)")
-
-
-def _listed(values: Sequence[Any]) -> str:
-    return " ".join(map(str, values))
 
 
 def runs(args: argparse.Namespace) -> list[Run]:

@@ -154,16 +154,16 @@ def best_rate(summary, gpu: bool) -> float | None:
 def preset_of(runs: list[dict[str, Any]]) -> str:
     """The preset a machine's sections ran under, as far as their records tell (a run
     record keeps its parameters, not the preset's name): "documents" where every workload
-    option the table of sections gives the documents' value for was run at that value;
-    else words that are no preset's name, so the report says its ratios to the documents'
-    figures are for completeness only."""
+    option the documents' preset sets (``Section.takes``: not the shared timing options)
+    was run at that value; else words that are no preset's name, so the report says its
+    ratios to the documents' figures are for completeness only."""
     ran = []
     for run in runs:
         entry = sections.SECTIONS.get(str(run.get("section")))
         parameters = run.get("parameters") or {}
-        for flag, value, _ in entry.document_options if entry else ():
-            key = flag.lstrip("-").replace("-", "_")
-            if key in parameters:
+        documents = entry.presets.get("documents", {}) if entry else {}
+        for key, value in documents.items():
+            if entry.takes(key, run.get("framework")) and key in parameters:
                 ran.append(parameters[key] == value)
     if not ran:
         return "not recorded"

@@ -9,10 +9,10 @@ SECTION = Section(
     title="Asynchronous computation",
     heading="异步计算",
     plot_title="Asynchronous computation",
-    options={"size": SIZE, "loop_iterations": COUNT, **REPEATED},
+    options={"size": {**SIZE, "description": "side of the square matrices"},
+             "loop_iterations": {**COUNT, "description": "x + 1 operations per timed loop"},
+             **REPEATED},
     required=("size", "loop_iterations", *REPEATED_REQUIRED),
-    document_options=(("--size", 2000, "side of the square matrices"),
-                      ("--loop-iterations", 1000, "x + 1 operations per timed loop")),
     blas=True,
     # each dot(x, x) of size x size; waitall waits for two
     work={"dot_wait_to_read": Dots("size"), "dot_asnumpy": Dots("size"),

@@ -9,7 +9,10 @@ SECTION = Section(
     title="Memory impact of asynchronous computation",
     heading="异步计算对内存的影响",
     plot_title="Memory impact of asynchronous computation",
-    options={"batches": COUNT, "batch_size": COUNT, "report_every": COUNT,
+    options={"batches": {**COUNT, "description": "training batches per run"},
+             "batch_size": {**COUNT, "description": "examples per batch"},
+             "report_every": {**COUNT, "description": "record the elapsed time every this "
+                              "many batches"},
              **TIMING},
     required=("batches", "batch_size", "report_every", *REPEATED_REQUIRED),
     plot="memory",

@@ -22,20 +22,30 @@ SECTION = Section(
     heading="多GPU并行计算; 多GPU简洁实现",
     plot_title="LeNet and ResNet-18, data-parallel: images/s against devices",
     options={"models": {"type": "array", "minItems": 1, "uniqueItems": True,
-                        "items": {"enum": list(MODELS)}},
+                        "items": {"enum": list(MODELS)}, "description": "the nets to train"},
+             # left out, every one of models: the command line's default is that too (a
+             # config's null leaves it out), not the documents' value
              "cpu_models": {"type": "array", "minItems": 1, "uniqueItems": True,
-                            "items": {"enum": list(MODELS)},
-                            "description": "the models trained where a device is a CPU "
-                            "core (default: every one of models)"},
+                            "items": {"enum": list(MODELS)}, "default": None,
+                            "description": "the nets trained where a device is a CPU core "
+                            "(default: every one of models); the others say why they did "
+                            "not run"},
              "images": {"type": "array", "minItems": 1, "items": COUNT,
-                        "description": "images per timed sample, per model"},
+                        "description": "images each timed sample trains, per model"},
              "learning_rates": {"type": "array", "minItems": 1,
-                                "items": {"type": "number", "exclusiveMinimum": 0}},
-             "device_counts": {"type": "array", "minItems": 1, "items": DEVICE_COUNT},
-             "nodes": {**COUNT, "description": "nodes of a SLURM job the largest count "
-                       "spans, a process per device (default 1)"},
-             "batch_size": COUNT, "train_limit": TRAIN_LIMIT, **REPEATED,
-             "seed": TRAINING_SEED},
+                                "items": {"type": "number", "exclusiveMinimum": 0},
+                                "description": "learning rate of one device, per model, "
+                                "multiplied by the device count"},
+             "device_counts": {"type": "array", "minItems": 1, "items": DEVICE_COUNT,
+                               "description": "device counts; those above the machine's "
+                               "are not run"},
+             "nodes": {**COUNT, "description": "nodes the largest count spans, inside a "
+                       "SLURM job: the counts' processes spread over them, the largest "
+                       "count's share a node each (1: every group on this machine)"},
+             "batch_size": {**COUNT, "description": "images per device and step"},
+             "train_limit": {**TRAIN_LIMIT, "description": "train on the first N training "
+                             "images only (default: all 60000)"},
+             **REPEATED, "seed": TRAINING_SEED},
     required=("models", "images", "learning_rates", "device_counts", "batch_size",
               *REPEATED_REQUIRED),
     plot="scaling",

@@ -252,11 +252,8 @@ def body(args: argparse.Namespace, rec: Recorder) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = harness.parser(__doc__.splitlines()[0], section="hybridize")
+    p = harness.parser(__doc__.splitlines()[0], section="hybridize", framework="pytorch")
     p.add_argument("--export-dir", required=True, help="folder for the saved my_mlp files")
-    p.add_argument("--compile-runs", type=harness.positive_int, default=2,
-                   help="cold and warm torch.compile timings, each in a fresh process "
-                        "(default: 2 of each)")
     device_options.add_argument(p, default="cpu")
     return p
 

@@ -9,11 +9,11 @@ SECTION = Section(
     title="Hybrid imperative and symbolic programming (hybridize)",
     heading="命令式和符号式混合编程",
     plot_title="MLP forward passes before and after hybridize()",
-    options={"forward_passes": COUNT, **REPEATED,
-             "compile_runs": {**COUNT, "description": "PyTorch only, cold and warm "
-                              "torch.compile timings in fresh processes"}},
+    options={"forward_passes": {**COUNT, "description": "MLP forward passes per timed sample"},
+             **REPEATED,
+             "compile_runs": {**COUNT, "description": "cold and warm torch.compile timings, "
+                              "each in a fresh process (PyTorch only)"}},
     required=("forward_passes", *REPEATED_REQUIRED),
-    document_options=(("--forward-passes", 1000, "MLP forward passes per timed sample"),),
     framework_options={"compile_runs": "pytorch"},
     off_the_plot=("jit_script_compile", "torch_compile_cold", "torch_compile_warm"),
     exports_model=True,

@@ -11,8 +11,6 @@ SECTION = Section(
     heading="多GPU简洁实现; 多 GPU 训练",
     plot_title="ResNet-18, 1 vs 2 devices",
     options=TRAINING,
-    document_runs={"devices_per_run": [1, 2], "batch_sizes": [256, 512],
-                   "learning_rates": [0.1, 0.2], "epochs": 10},
     plot="training",
     gpus=2,
     data=True,

@@ -10,8 +10,6 @@ SECTION = Section(
     heading="多GPU并行计算",
     plot_title="LeNet from scratch, 1 vs 2 devices",
     options=TRAINING,
-    document_runs={"devices_per_run": [1, 2], "batch_sizes": [256, 256],
-                   "learning_rates": [0.2, 0.2], "epochs": 4},
     plot="training",
     gpus=2,
     cpu_stand_in=True,

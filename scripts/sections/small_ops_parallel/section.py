@@ -9,9 +9,8 @@ SECTION = Section(
     title="Small computations, in parallel",
     heading="简单计算量小，并行计算",
     plot_title="Two small random draws, separately and together",
-    options={"size": SIZE, **REPEATED},
+    options={"size": {**SIZE, "description": "X and Y are size x size"}, **REPEATED},
     required=("size", *REPEATED_REQUIRED),
-    document_options=(("--size", 2000, "X and Y are size x size"),),
     # the two draws are the same work: y against x
     aa_pairs=(AAPair("aa_small_ops", "generate_y", "generate_x"),),
     presets={
