@@ -63,7 +63,7 @@ def test_every_option_a_script_takes_defaults_to_the_documents_value(section, fr
     assert keys, f"{section} declares no workload option"
     for key in keys:
         wanted = schemas[key].get("default", documents.get(key))
-        assert arguments.flag(key) in flags(p), (section, framework, key)
+        assert sections.flag(key) in flags(p), (section, framework, key)
         assert p.get_default(key) == wanted, (section, framework, key)
 
 
@@ -84,7 +84,7 @@ def test_every_preset_key_a_script_is_given_parses_back_to_its_value(preset, sec
     p = script_parser(section, framework)
     given = {k: v for k, v in for_framework(sections.SECTIONS[section].presets[preset],
                                             framework).items() if k not in MANAGERS}
-    missing = {arguments.flag(k) for k in given} - flags(p)
+    missing = {sections.flag(k) for k in given} - flags(p)
     assert not missing, (section, framework, missing)
     args = p.parse_args(required(p) + cli_args(given))
     assert {k: getattr(args, k) for k in given} == given

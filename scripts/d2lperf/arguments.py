@@ -117,12 +117,6 @@ def value_type(schema: Mapping[str, Any]) -> Callable[[str], Any]:
     raise TypeError(f"no command-line type checks an option of schema {dict(schema)}")
 
 
-def flag(key: str) -> str:
-    """A preset key's flag, as ``presets.cli_args`` writes it: ``batch_size`` ->
-    ``--batch-size``."""
-    return "--" + key.replace("_", "-")
-
-
 def shown(value: Any) -> str:
     """A value as its flag takes it: a list's items apart (``[1, 2]`` -> ``1 2``)."""
     return " ".join(map(str, value)) if isinstance(value, list) else str(value)
@@ -181,7 +175,7 @@ def add_options(p: argparse.ArgumentParser, section: str,
     documents = sections.SECTIONS[section].presets.get("documents", {})
     schemas = option_schemas(section)
     for key in option_keys(section, framework):
-        p.add_argument(flag(key), **option_argument(schemas[key], documents.get(key)))
+        p.add_argument(sections.flag(key), **option_argument(schemas[key], documents.get(key)))
 
 
 # The manager's defaults (d2lperf.manager): the documents' preset's budget and band.

@@ -285,7 +285,7 @@ def _check_process_per_device(where: str, options: Mapping[str, Any],
     of batch_size on every device count (every count alike, so that machines compare), a
     training set (train_limit, else all of Fashion-MNIST's) that leaves a device of the
     largest count less than one batch. The preset has passed the schema, its lists paired."""
-    outside = [m for m in options.get("cpu_models", ()) if m not in options["models"]]
+    outside = sections.models_outside(options["models"], options.get("cpu_models"))
     if outside:
         raise ConfigError(
             f"config key {where}.cpu_models = {options['cpu_models']!r}: {outside[0]} is not "

@@ -589,7 +589,7 @@ def check(args: argparse.Namespace) -> list[int]:
         arguments.usage_error(
             "--models, --images and --learning-rates need one value per model; got "
             f"{len(args.models)}, {len(args.images)} and {len(args.learning_rates)} values")
-    outside = [m for m in args.cpu_models or () if m not in args.models]
+    outside = sections.models_outside(args.models, args.cpu_models)
     if outside:
         arguments.usage_error(
             f"--cpu-models {' '.join(outside)}: not among the nets trained (--models "
@@ -658,9 +658,10 @@ def measure(args: argparse.Namespace, rec: Any, target: Callable[..., None], *,
     start, limit, kind = placement(args, counts[-1], gpus)
     fitting = [n for n in counts if n <= limit]
     left = left_out(args)
+    trained = [m for m in args.models if m not in left]
     for n in counts:
         if n > limit:
-            for model in (m for m in args.models if m not in left):
+            for model in trained:
                 rec.notes.setdefault("runs_not_run", {})[training.case_name(model, n)] = {
                     "devices": n, "reason": f"needs {n} devices, {kind}",
                     **({"needs": NEEDS_GPUS} if args.on == "gpu" else {})}

@@ -159,8 +159,10 @@ class Measurements:
         """How many looks the section's stages planned (1 where it was not staged)."""
         return int(self.staged(section).get("looks_planned") or 1)
 
-    def missing(self, section: str) -> str | None:
-        """Why a section has no figures here, or None when it has them."""
+    def missing(self, section: str, *cases: str) -> str | None:
+        """Why a section has no figures here, or why one of its ``cases`` has none where
+        the section ran (its run record's ``runs_not_run``, by the case or by the model it
+        trains); None when they have them."""
         run = self.runs.get(section)
         if run is None:
             return f"{section} did not run"
@@ -168,12 +170,7 @@ class Measurements:
             return f"{section} was skipped: {run.get('reason')}"
         if run.get("status") == "failed":
             return f"{section} failed (see its log)"
-        return None
-
-    def not_run(self, section: str, *cases: str) -> str | None:
-        """Why a case of a section that ran was not measured here (its run record's
-        ``runs_not_run``, by the case or by the model it trains), or None."""
-        found = ((self.runs.get(section) or {}).get("notes") or {}).get("runs_not_run") or {}
+        found = (run.get("notes") or {}).get("runs_not_run") or {}
         for case in cases:
             model = (workloads.training_case(case) or (None,))[0]
             for key in (case, model):

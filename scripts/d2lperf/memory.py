@@ -28,7 +28,7 @@ from typing import TypedDict
 
 import psutil
 
-from d2lperf import arguments, children, harness, progress, provenance
+from d2lperf import arguments, children, harness, progress, provenance, sections
 from d2lperf.arguments import non_negative_int, positive_int
 from d2lperf.describe import Stats
 from d2lperf.results import Recorder, read_json, write_json
@@ -267,7 +267,7 @@ def add_workload_options(p: argparse.ArgumentParser) -> None:
 def workload_flags(args: argparse.Namespace) -> list[str]:
     """The workload options again, for the fresh child process of each run."""
     return [word for key in arguments.option_keys(SECTION)
-            for word in (arguments.flag(key), str(getattr(args, key)))]
+            for word in (sections.flag(key), str(getattr(args, key)))]
 
 
 def add_process_options(p: argparse.ArgumentParser) -> None:

@@ -38,7 +38,7 @@ def cli_args(options: Mapping[str, Any]) -> list[str]:
     ``["--batch-sizes", "256", "512", "--data-download"]``; False and None are left out."""
     args: list[str] = []
     for key, value in options.items():
-        flag = f"--{key.replace('_', '-')}"
+        flag = sections.flag(key)
         if isinstance(value, bool):
             args += [flag] if value else []
         elif isinstance(value, list):

@@ -24,7 +24,7 @@ import dataclasses
 import importlib.util
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -369,6 +369,18 @@ def preset_schema() -> dict[str, object]:
     """The JSON schema of one preset: an entry per section, each with its options."""
     return {"type": "object", "additionalProperties": False, "required": names(),
             "properties": {name: s.options_schema() for name, s in SECTIONS.items()}}
+
+
+def flag(key: str) -> str:
+    """A preset key's command-line flag: ``batch_size`` -> ``--batch-size`` (the flags
+    made from a declaration and the arguments made from a preset alike)."""
+    return "--" + key.replace("_", "-")
+
+
+def models_outside(models: Sequence[str], cpu_models: Iterable[str] | None) -> list[str]:
+    """The nets a process-per-device section's ``cpu_models`` names that are not among
+    its ``models`` (refused by the config check and the worker alike)."""
+    return [m for m in cpu_models or () if m not in models]
 
 
 def images_step(batch_size: int, device_counts: Iterable[int]) -> int:
